@@ -1,0 +1,52 @@
+"""Errors a user of dstream can see. Each message names the value, the rule and the fix."""
+
+from __future__ import annotations
+
+from dstream.time import Time
+
+__all__ = [
+    "ContextStateError",
+    "DStreamError",
+    "StreamingJobError",
+    "UnpicklableFunctionError",
+    "UserFunctionError",
+]
+
+
+class DStreamError(Exception):
+    """Base class of dstream's own errors."""
+
+
+class ContextStateError(DStreamError, ValueError):
+    """A call that is not allowed in the StreamingContext's current state (a second
+    ``start()``, a new operator after ``start()``, a restart after ``stop()``)."""
+
+
+class UnpicklableFunctionError(DStreamError, TypeError):
+    """A function that must run on executors cannot be serialized."""
+
+
+class UserFunctionError(DStreamError):
+    """Raised inside a task when a user function fails; it names the operator and where the
+    operator was defined. The original exception is its ``__cause__``."""
+
+
+class StreamingJobError(DStreamError, RuntimeError):
+    """An interval's job failed. Raised from ``awaitTermination``/``awaitTerminationOrTimeout``.
+
+    Later intervals keep running, as in pyspark.streaming; the error names the batch time, the
+    output operation and, when user code failed, the operator and its original traceback.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        batch_time: Time,
+        operation: str,
+        traceback_text: str,
+    ) -> None:
+        super().__init__(message)
+        self.batch_time = batch_time
+        self.operation = operation
+        self.traceback_text = traceback_text

@@ -1,0 +1,37 @@
+"""Shared fixtures: one local[2] SparkContext for the whole session.
+
+Spark-backed tests never start their own context; they build a
+StreamingContext over this one (``stop(stopSparkContext=False)``) and drive it
+with a ManualClock.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def sc() -> Iterator[object]:
+    from pyspark import SparkConf, SparkContext
+
+    conf = (
+        SparkConf()
+        .setMaster("local[2]")
+        .setAppName("dstream-tests")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.default.parallelism", "2")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+    )
+    context = SparkContext(conf=conf)
+    context.setLogLevel("ERROR")
+    yield context
+    context.stop()
