@@ -1,0 +1,334 @@
+"""StreamingContext: where a streaming program declares its inputs, and what starts, stops and
+waits for it. The same names and arguments as ``pyspark.streaming.StreamingContext``; a
+program written for pyspark.streaming runs here by changing its imports.
+
+>>> ssc = StreamingContext(sc, 1)          # doctest: +SKIP
+>>> lines = ssc.rateStream(1000)           # doctest: +SKIP
+>>> lines.flatMap(str.split).countByValue().pprint()  # doctest: +SKIP
+>>> ssc.start(); ssc.awaitTerminationOrTimeout(10); ssc.stop()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time as _time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from dstream.clock import Clock, SystemClock
+from dstream.errors import ContextStateError, StreamingJobError
+from dstream.functions import UserFunction, call_site, check_callable, check_picklable
+from dstream.functions import positional_arity as _arity
+from dstream.graph import DStreamGraph
+from dstream.listener import ListenerBus, StreamingListener, StreamingListenerStreamingStarted
+from dstream.settings import StreamingSettings
+from dstream.time import Duration, Time, to_duration
+
+if TYPE_CHECKING:
+    from pyspark import RDD, SparkContext
+
+    from dstream.dstream import DStream
+    from dstream.scheduler.scheduler import JobScheduler
+
+__all__ = ["StreamingContext"]
+
+_ids = itertools.count()
+
+
+class StreamingContext:
+    """The entry point of a streaming program.
+
+    ``batchDuration`` is seconds (int/float, as in PySpark), a string such as ``"500ms"`` or
+    ``"2s"``, or a :class:`dstream.Duration`. ``clock`` (default: the system clock) and
+    ``settings`` are keyword-only.
+    """
+
+    def __init__(
+        self,
+        sparkContext: SparkContext,
+        batchDuration: object = None,
+        *,
+        clock: Clock | None = None,
+        settings: StreamingSettings | None = None,
+    ) -> None:
+        from pyspark import SparkContext
+
+        if not isinstance(sparkContext, SparkContext):
+            raise TypeError(
+                f"StreamingContext needs a pyspark.SparkContext, got "
+                f"{type(sparkContext).__name__}; create one with SparkContext(conf=...) or "
+                "SparkSession.builder.getOrCreate().sparkContext"
+            )
+        if batchDuration is None:
+            raise TypeError(
+                "StreamingContext needs a batchDuration, e.g. StreamingContext(sc, 1) for 1 s "
+                "or StreamingContext(sc, '500ms')"
+            )
+        self._sc = sparkContext
+        self.batch_duration: Duration = to_duration(batchDuration, "batchDuration")
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.settings = settings if settings is not None else StreamingSettings()
+        self._id = next(_ids)
+        self._graph = DStreamGraph(self.batch_duration)
+        self._bus = ListenerBus()
+        self._state = "initialized"
+        self._state_lock = threading.Condition()
+        self._error: StreamingJobError | None = None
+        self._scheduler: JobScheduler | None = None
+        self.checkpoint_directory: str | None = None
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "the StreamingContext was captured by a function that runs on executors; it exists "
+            "only on the driver — use it in transform() or foreachRDD(), or pass values in "
+            "with sc.broadcast()"
+        )
+
+    # ---- properties --------------------------------------------------------------------------
+    @property
+    def sparkContext(self) -> SparkContext:
+        return self._sc
+
+    @property
+    def state(self) -> str:
+        """'initialized', 'active' or 'stopped'."""
+        return self._state
+
+    def _check_can_add(self, what: str) -> None:
+        if self._state != "initialized":
+            raise ContextStateError(
+                f"cannot add {what}() to a StreamingContext that is {self._state}; declare "
+                "every stream and output operation before ssc.start()"
+            )
+
+    # ---- inputs ------------------------------------------------------------------------------
+    def queueStream(
+        self,
+        rdds: Iterable[RDD[Any] | Iterable[Any]],
+        oneAtATime: bool = True,
+        default: RDD[Any] | Iterable[Any] | None = None,
+    ) -> DStream[Any]:
+        """A stream of the given RDDs (or lists): one per interval, or all of them in the first
+        interval when ``oneAtATime`` is False; then ``default`` (or empty) every interval."""
+        from dstream.sources.queue import QueueInputDStream
+
+        self._check_can_add("queueStream")
+        if isinstance(rdds, str | bytes) or not isinstance(rdds, Iterable):
+            raise TypeError(
+                f"queueStream() takes a list of RDDs or of lists, got {type(rdds).__name__}"
+            )
+        return QueueInputDStream(self, rdds, bool(oneAtATime), default)
+
+    def textFileStream(self, directory: str) -> DStream[str]:
+        """Lines of the files that appear in ``directory`` (local path or Hadoop URI such as
+        ``hdfs://``). Write files elsewhere, or under a hidden name, and rename them in."""
+        from dstream.sources.files import FileInputDStream
+
+        self._check_can_add("textFileStream")
+        return FileInputDStream(self, directory)
+
+    def fileStream(
+        self,
+        directory: str,
+        filterFunc: Callable[[str], bool] | None = None,
+        newFilesOnly: bool = True,
+    ) -> DStream[str]:
+        """Like ``textFileStream``, with a path filter (``filterFunc(path) -> bool``, run on
+        the driver) and the choice to also read files present at start
+        (``newFilesOnly=False``)."""
+        from dstream.sources.files import FileInputDStream
+
+        self._check_can_add("fileStream")
+        if filterFunc is not None:
+            check_callable(filterFunc, "fileStream", "filterFunc")
+        return FileInputDStream(
+            self, directory, path_filter=filterFunc, new_files_only=newFilesOnly, name="fileStream"
+        )
+
+    def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
+        """Fixed-length binary records of the new files in ``directory``."""
+        from dstream.sources.files import FileInputDStream, binary_records_reader
+
+        self._check_can_add("binaryRecordsStream")
+        if isinstance(recordLength, bool) or not isinstance(recordLength, int) or recordLength < 1:
+            raise ValueError(f"binaryRecordsStream() recordLength {recordLength!r} must be >= 1")
+        return FileInputDStream(
+            self, directory, reader=binary_records_reader(recordLength), name="binaryRecordsStream"
+        )
+
+    def socketTextStream(self, hostname: str, port: int, storageLevel: Any = None) -> DStream[str]:
+        """Lines from a TCP server, read by a receiver thread on the driver (not durable)."""
+        from dstream.sources.socket import SocketInputDStream
+
+        del storageLevel  # received lines live in the driver until their interval is cut
+        self._check_can_add("socketTextStream")
+        return SocketInputDStream(self, hostname, port)
+
+    def rateStream(
+        self,
+        recordsPerSecond: int,
+        numPartitions: int | None = None,
+        seed: int = 0,
+        recordBytes: int = 100,
+    ) -> DStream[str]:
+        """Deterministic text records generated on the executors: ``recordsPerSecond``
+        lines of ``recordBytes`` bytes, words from a fixed Zipf-distributed vocabulary."""
+        from dstream.sources.rate import RateInputDStream
+
+        self._check_can_add("rateStream")
+        parts = numPartitions if numPartitions is not None else self._sc.defaultParallelism
+        return RateInputDStream(
+            self, recordsPerSecond, num_partitions=parts, seed=seed, record_bytes=recordBytes
+        )
+
+    # ---- combining streams -------------------------------------------------------------------
+    def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
+        """The records of all the given streams, interval by interval."""
+        from dstream.operators.transformed import UnionDStream
+
+        self._check_can_add("union")
+        if not dstreams:
+            raise ValueError("union() needs at least one stream; pass the streams to combine")
+        if len(dstreams) == 1:
+            return dstreams[0]
+        return UnionDStream(list(dstreams))
+
+    def transform(
+        self, dstreams: list[DStream[Any]], transformFunc: Callable[..., RDD[Any]]
+    ) -> DStream[Any]:
+        """A stream whose RDD is ``transformFunc(rdds)`` or ``transformFunc(time, rdds)`` over
+        the RDDs of ``dstreams`` of each interval (runs on the driver)."""
+        from dstream.operators.transformed import TransformedDStream
+
+        self._check_can_add("transform")
+        if not dstreams:
+            raise ValueError("transform() needs at least one stream")
+        check_callable(transformFunc, "transform", "transformFunc")
+        uf = UserFunction("transform", call_site(), transformFunc, "driver")
+        fn: Callable[[Time, list[RDD[Any]]], RDD[Any]] = (
+            transformFunc if _arity(transformFunc) == 2 else lambda _t, rdds: transformFunc(rdds)
+        )
+        return TransformedDStream(
+            list(dstreams), fn, name="transform", user_functions=[uf], driver_function=True
+        )
+
+    # ---- settings ----------------------------------------------------------------------------
+    def remember(self, duration: object) -> None:
+        """Make every stream keep its RDDs for at least ``duration`` (seconds, '30s', ...)."""
+        self._check_can_add("remember")
+        self._graph.remember(to_duration(duration, "remember duration"))
+
+    def checkpoint(self, directory: str) -> None:
+        """Where state checkpoints and driver metadata are written (local path or Hadoop URI)."""
+        self._check_can_add("checkpoint")
+        if not isinstance(directory, str) or not directory:
+            raise ValueError(f"checkpoint() directory {directory!r} must be a non-empty path")
+        self.checkpoint_directory = directory
+
+    def addStreamingListener(self, streamingListener: StreamingListener) -> None:
+        if not isinstance(streamingListener, StreamingListener):
+            raise TypeError(
+                f"addStreamingListener() needs a dstream.StreamingListener subclass instance, "
+                f"got {type(streamingListener).__name__}"
+            )
+        self._bus.add(streamingListener)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Validate the program and start generating one batch per interval."""
+        from dstream.scheduler.scheduler import JobScheduler
+
+        with self._state_lock:
+            if self._state == "active":
+                raise ContextStateError(
+                    "start() was called on a StreamingContext that is already running; "
+                    "call start() once"
+                )
+            if self._state == "stopped":
+                raise ContextStateError(
+                    "start() was called on a stopped StreamingContext; it cannot be restarted — "
+                    "create a new StreamingContext and define the streams again"
+                )
+            self._graph.validate()
+            check_picklable(self._graph.user_functions())
+            now = self.clock.now()
+            first = now.floor(self.batch_duration) + self.batch_duration
+            self._graph.start(first - self.batch_duration)
+            self._bus.start()
+            self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
+            for source in self._graph.inputs:
+                source.start()
+            self._scheduler = JobScheduler(
+                self._graph,
+                self._sc,
+                clock=self.clock,
+                settings=self.settings,
+                bus=self._bus,
+                on_error=self._report_error,
+                group_prefix=f"dstream-{self._sc.applicationId}-{self._id}",
+            )
+            self._scheduler.start(first)
+            self._state = "active"
+
+    def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
+        """Stop generating batches. With ``stopGraceFully`` the batches already generated are
+        finished first (up to ``settings.graceful_stop_timeout``); otherwise their jobs are
+        cancelled. Stops the SparkContext too unless ``stopSparkContext=False``."""
+        with self._state_lock:
+            was = self._state
+            self._state = "stopped"
+        if was == "active":
+            assert self._scheduler is not None
+            self._scheduler.stop(graceful=bool(stopGraceFully))
+            for source in self._graph.inputs:
+                source.stop()
+            self._bus.stop()
+        with self._state_lock:
+            self._state_lock.notify_all()
+        if stopSparkContext and was != "stopped":
+            self._sc.stop()
+
+    def _report_error(self, error: StreamingJobError) -> None:
+        with self._state_lock:
+            self._error = error
+            self._state_lock.notify_all()
+
+    def awaitTermination(self, timeout: float | None = None) -> None:
+        """Wait until ``stop()`` (or ``timeout`` seconds); raise the error of a failed batch."""
+        self.awaitTerminationOrTimeout(timeout)
+
+    def awaitTerminationOrTimeout(self, timeout: float | None) -> bool:
+        """Wait until stopped (True) or ``timeout`` seconds pass (False). If a batch failed,
+        raise its :class:`dstream.errors.StreamingJobError` (later batches still run)."""
+        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
+            raise ValueError(f"timeout {timeout!r} must be a number of seconds >= 0 or None")
+        deadline = None if timeout is None else _time.monotonic() + timeout
+        with self._state_lock:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                if self._state == "stopped":
+                    return True
+                remaining = None if deadline is None else deadline - _time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._state_lock.wait(remaining)
+
+    # ---- for tests, benchmarks and the shell ---------------------------------------------------
+    def wait_for_batch(self, time: Time | int, timeout_s: float | None = 60.0) -> bool:
+        """Block until the batch ending at ``time`` (and all before it) has completed."""
+        if self._scheduler is None:
+            raise ContextStateError("wait_for_batch() before start(): no batch will run")
+        t = time if isinstance(time, Time) else Time(time)
+        return self._scheduler.wait_for_batch(t, timeout_s)
+
+    @property
+    def scheduler(self) -> JobScheduler:
+        if self._scheduler is None:
+            raise ContextStateError("the scheduler exists once start() has been called")
+        return self._scheduler
+
+    @property
+    def listener_bus(self) -> ListenerBus:
+        return self._bus

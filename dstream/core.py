@@ -1,0 +1,211 @@
+"""The mechanism every D-Stream shares; operators only declare what is particular to them.
+
+A subclass declares three things:
+
+* ``dependencies`` — the parent streams (empty for an input stream),
+* ``slide_duration`` — how often it produces an RDD (its parent's, unless it is a window),
+* ``compute(time)`` — the RDD for one interval, built from its parents' RDDs of that time.
+
+This base class owns the rest: the per-time RDD cache (``get_or_compute``), which times are
+valid, how long RDDs are remembered (windows push their need upstream through
+``parent_remember_duration``), persistence, and forgetting old RDDs (``clear_metadata``).
+Nothing here runs a Spark job: RDDs are built lazily and jobs are started by the scheduler.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from dstream.errors import ContextStateError
+from dstream.functions import UserFunction, call_site
+from dstream.time import Duration, Time, to_duration, to_time
+
+if TYPE_CHECKING:
+    from pyspark import RDD, StorageLevel
+
+    from dstream.context import StreamingContext
+
+T = TypeVar("T")
+
+__all__ = ["DStreamCore"]
+
+
+class DStreamCore(Generic[T]):
+    """Base of every stream. Users see it as :class:`dstream.DStream`."""
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        parents: Sequence[DStreamCore[Any]],
+        *,
+        name: str,
+        user_functions: Iterable[UserFunction] = (),
+    ) -> None:
+        ssc._check_can_add(name)
+        for parent in parents:
+            if parent._ssc is not ssc:
+                raise ValueError(
+                    f"{name}() combines streams of two different StreamingContexts; "
+                    "build every stream of a program from the same StreamingContext"
+                )
+        self._ssc: StreamingContext = ssc
+        self._parents: tuple[DStreamCore[Any], ...] = tuple(parents)
+        self.name = name
+        self.site = call_site()
+        self.user_functions: tuple[UserFunction, ...] = tuple(user_functions)
+        # RDD of each interval this stream has produced and still remembers.
+        self.generated: dict[Time, RDD[Any]] = {}
+        self.zero_time: Time | None = None
+        self.remember_duration: Duration | None = None
+        self.storage_level: StorageLevel | None = None
+        self.checkpoint_interval: Duration | None = None
+        self.id = ssc._graph.register(self)
+        # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
+        self._lock: threading.RLock = ssc._graph.lock
+
+    # ---- what an operator declares -------------------------------------------------------
+    @property
+    def dependencies(self) -> tuple[DStreamCore[Any], ...]:
+        return self._parents
+
+    @property
+    def slide_duration(self) -> Duration:
+        return self._parents[0].slide_duration
+
+    def compute(self, time: Time) -> RDD[T] | None:
+        raise NotImplementedError(f"{type(self).__name__} must implement compute(time)")
+
+    def parent_remember_duration(self) -> Duration | None:
+        """How long parents must remember their RDDs for this stream; windows need more."""
+        return self.remember_duration
+
+    # ---- what the base owns --------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        return f"{self.name} at {self.site}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} #{self.id} {self.label}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            f"the stream {self.label} was captured by a function that runs on executors; "
+            "a DStream exists only on the driver — use its RDDs inside transform() or "
+            "foreachRDD() instead"
+        )
+
+    def context(self) -> StreamingContext:
+        """The StreamingContext this stream belongs to."""
+        return self._ssc
+
+    def initialize(self, zero_time: Time) -> None:
+        """Called once at start, from the outputs down to the inputs."""
+        if self.zero_time is not None and self.zero_time != zero_time:
+            raise ContextStateError(
+                f"{self.label} was initialized with zero time {self.zero_time} and now "
+                f"{zero_time}; a stream cannot be shared by two running contexts"
+            )
+        self.zero_time = zero_time
+        self._remember(self.slide_duration)
+        for parent in self._parents:
+            parent.initialize(zero_time)
+
+    def _remember(self, duration: Duration | None) -> None:
+        if duration is not None and (
+            self.remember_duration is None or duration > self.remember_duration
+        ):
+            self.remember_duration = duration
+        needed = self.parent_remember_duration()
+        for parent in self._parents:
+            parent._remember(needed)
+
+    def is_time_valid(self, time: Time) -> bool:
+        if self.zero_time is None:
+            raise ContextStateError(
+                f"{self.label} has not been started; call ssc.start() before asking for RDDs"
+            )
+        return time > self.zero_time and (time - self.zero_time).ms % self.slide_duration.ms == 0
+
+    def get_or_compute(self, time: Time) -> RDD[T] | None:
+        """The RDD of ``time``, computed once and then remembered."""
+        with self._lock:
+            if time in self.generated:
+                return self.generated[time]
+            if not self.is_time_valid(time):
+                return None
+            rdd = self.compute(time)
+            if rdd is not None:
+                if self.storage_level is not None:
+                    rdd.persist(self.storage_level)
+                self.generated[time] = rdd
+            return rdd
+
+    def clear_metadata(self, time: Time) -> None:
+        """Forget RDDs older than the remember duration; the graph calls it on every stream
+        after each batch completes.
+
+        An RDD is dropped once no window or query can need it any more: the remember duration
+        is the widest window downstream (pushed up by ``parent_remember_duration``) or what the
+        user asked for with ``remember()``.
+        """
+        with self._lock:
+            keep = self.remember_duration or self.slide_duration
+            old = [t for t in self.generated if t <= time - keep]
+            for t in old:
+                rdd = self.generated.pop(t)
+                if self.storage_level is not None:
+                    rdd.unpersist(blocking=False)
+
+    # ---- user-visible mechanism -----------------------------------------------------------
+    def cache(self) -> DStreamCore[T]:
+        """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
+        from pyspark import StorageLevel
+
+        return self.persist(StorageLevel.MEMORY_ONLY)
+
+    def persist(self, storageLevel: StorageLevel) -> DStreamCore[T]:
+        """Persist each interval's RDD at ``storageLevel``."""
+        from pyspark import StorageLevel
+
+        if not isinstance(storageLevel, StorageLevel):
+            raise TypeError(
+                f"persist() needs a pyspark.StorageLevel, got {storageLevel!r}; "
+                "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
+            )
+        self._ssc._check_can_add("persist")
+        self.storage_level = storageLevel
+        return self
+
+    def remember(self, duration: object) -> DStreamCore[T]:
+        """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
+        self._ssc._check_can_add("remember")
+        self._remember(to_duration(duration, "remember duration"))
+        return self
+
+    def slice(self, begin: object, end: object) -> list[RDD[T]]:
+        """The RDDs of the intervals from ``begin`` to ``end`` (both included).
+
+        ``begin``/``end`` are :class:`dstream.Time`, epoch seconds or aware datetimes. Only
+        intervals this stream still remembers (see ``remember``) or can compute are returned.
+        """
+        b, e = to_time(begin, "slice begin"), to_time(end, "slice end")
+        if e < b:
+            raise ValueError(f"slice end {e} is before its begin {b}; give the earlier time first")
+        if self.zero_time is None:
+            raise ContextStateError(
+                f"slice() on {self.label} before ssc.start(): no interval exists yet"
+            )
+        slide = self.slide_duration
+        first = b.floor(slide, self.zero_time)
+        if first < b:
+            first = first + slide
+        result = []
+        t = first
+        with self._lock:
+            while t <= e:
+                if t in self.generated:
+                    result.append(self.generated[t])
+                t = t + slide
+        return result

@@ -1,0 +1,25 @@
+"""The DStream class users hold. Its methods come family by family, one module each:
+
+* :mod:`dstream.core` — the mechanism (per-time RDDs, remember, persist, slice),
+* :mod:`dstream.operators.stateless` — map, filter, reduce, count, transform, union, ...
+* :mod:`dstream.operators.keyed` — reduceByKey, groupByKey, joins, cogroup, ...
+* :mod:`dstream.outputs` — foreachRDD, pprint, saveAsTextFiles.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from dstream.outputs import OutputOps
+
+T = TypeVar("T")
+
+__all__ = ["DStream"]
+
+
+class DStream(OutputOps[T]):
+    """A discretized stream: one RDD per interval, built lazily from its parents' RDDs.
+
+    >>> counts = lines.flatMap(str.split).map(lambda w: (w, 1)).reduceByKey(int.__add__)
+    ... # doctest: +SKIP
+    """

@@ -1,0 +1,102 @@
+"""The DStream graph: every stream, the inputs and the outputs of one StreamingContext.
+
+The scheduler reaches the whole API through :meth:`DStreamGraph.generate_jobs` (one job per
+output operation per interval) and :meth:`DStreamGraph.clear_metadata` (after a batch is
+done). Nothing else in the scheduler knows what an operator is.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from dstream.time import Duration, Time
+
+if TYPE_CHECKING:
+    from dstream.core import DStreamCore
+    from dstream.functions import UserFunction
+    from dstream.operators.output import Job, OutputDStream
+    from dstream.sources.base import InputDStream
+
+__all__ = ["DStreamGraph"]
+
+
+class DStreamGraph:
+    def __init__(self, batch_duration: Duration) -> None:
+        self.batch_duration = batch_duration
+        self.streams: list[DStreamCore[Any]] = []
+        self.inputs: list[InputDStream] = []
+        self.outputs: list[OutputDStream] = []
+        self.zero_time: Time | None = None
+        self.remember_duration: Duration | None = None
+        # One lock for every stream's per-time RDD table (see DStreamCore._lock).
+        self.lock = threading.RLock()
+
+    def register(self, stream: DStreamCore[Any]) -> int:
+        self.streams.append(stream)
+        return len(self.streams) - 1
+
+    def add_input(self, stream: InputDStream) -> None:
+        self.inputs.append(stream)
+
+    def add_output(self, stream: OutputDStream) -> int:
+        self.outputs.append(stream)
+        return len(self.outputs) - 1
+
+    def user_functions(self) -> list[UserFunction]:
+        return [uf for s in self.streams for uf in s.user_functions]
+
+    def validate(self) -> None:
+        if not self.outputs:
+            raise ValueError(
+                "no output operations are registered, so there is nothing to run; call "
+                "foreachRDD(), pprint() or saveAsTextFiles() on a stream before start()"
+            )
+        for stream in self.streams:
+            slide = stream.slide_duration
+            if not slide.is_multiple_of(self.batch_duration):
+                raise ValueError(
+                    f"{stream.label} slides every {slide}, which is not a multiple of the "
+                    f"batch interval {self.batch_duration}"
+                )
+        for source in self.inputs:
+            source.validate()
+
+    def start(self, zero_time: Time) -> None:
+        self.zero_time = zero_time
+        for out in self.outputs:
+            out.initialize(zero_time)
+        for out in self.outputs:
+            out._remember(self.remember_duration)
+
+    def remember(self, duration: Duration) -> None:
+        self.remember_duration = duration
+
+    def generate_jobs(self, time: Time) -> list[Job]:
+        """The jobs of the interval ending at ``time``; an output whose RDD cannot even be
+        built (a driver-side function raised) yields a job that raises that error, so the
+        failure is reported with the interval like any other."""
+        from dstream.operators.output import Job
+
+        jobs = []
+        with self.lock:
+            for out in self.outputs:
+                try:
+                    job = out.generate_job(time)
+                except Exception as exc:
+                    job = Job(time, out.output_index, out.label, _raiser(exc))
+                if job is not None:
+                    jobs.append(job)
+        return jobs
+
+    def clear_metadata(self, time: Time) -> None:
+        with self.lock:
+            for stream in self.streams:
+                stream.clear_metadata(time)
+
+
+def _raiser(exc: BaseException) -> Any:
+    def run() -> None:
+        raise exc
+
+    return run

@@ -1,0 +1,259 @@
+"""Streaming listeners: what each batch did and how long it took.
+
+Subclass :class:`StreamingListener` (the same class and method names as
+``pyspark.streaming.StreamingListener``) and register it with
+``ssc.addStreamingListener``. Callbacks run on one listener thread, in order, never on the
+scheduler's thread, so a slow listener cannot delay a batch.
+
+Every batch reports its input record count and three delays, all in milliseconds::
+
+    batch time  submitted      started               ended
+        |-----------|-------------|----------------------|
+        | scheduling delay        | processing delay     |
+        |<------------------ total delay --------------->|
+
+(the scheduling delay is measured from the batch time: it includes job generation).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from dstream.time import Time
+
+__all__ = [
+    "BatchInfo",
+    "OutputOperationInfo",
+    "StreamingListener",
+    "StreamingListenerBatchCompleted",
+    "StreamingListenerBatchStarted",
+    "StreamingListenerBatchSubmitted",
+    "StreamingListenerOutputOperationCompleted",
+    "StreamingListenerOutputOperationStarted",
+    "StreamingListenerStreamingStarted",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OutputOperationInfo:
+    batch_time: Time
+    index: int
+    name: str
+    start_ms: int | None = None
+    end_ms: int | None = None
+    failure: str | None = None
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.start_ms is None or self.end_ms is None:
+            return None
+        return self.end_ms - self.start_ms
+
+    # pyspark.streaming's (Java) accessor names.
+    def batchTime(self) -> Time:
+        return self.batch_time
+
+    def id(self) -> int:
+        return self.index
+
+    def failureReason(self) -> str | None:
+        return self.failure
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    batch_time: Time
+    submission_ms: int
+    processing_start_ms: int | None = None
+    processing_end_ms: int | None = None
+    input_records: dict[int, int] = field(default_factory=dict)
+    output_operations: tuple[OutputOperationInfo, ...] = ()
+
+    @property
+    def num_records(self) -> int:
+        return sum(self.input_records.values())
+
+    @property
+    def scheduling_delay_ms(self) -> int | None:
+        if self.processing_start_ms is None:
+            return None
+        return self.processing_start_ms - self.batch_time.ms
+
+    @property
+    def processing_delay_ms(self) -> int | None:
+        if self.processing_start_ms is None or self.processing_end_ms is None:
+            return None
+        return self.processing_end_ms - self.processing_start_ms
+
+    @property
+    def total_delay_ms(self) -> int | None:
+        if self.processing_end_ms is None:
+            return None
+        return self.processing_end_ms - self.batch_time.ms
+
+    @property
+    def failed(self) -> bool:
+        return any(op.failure is not None for op in self.output_operations)
+
+    # pyspark.streaming's (Java) accessor names.
+    def batchTime(self) -> Time:
+        return self.batch_time
+
+    def submissionTime(self) -> int:
+        return self.submission_ms
+
+    def processingStartTime(self) -> int | None:
+        return self.processing_start_ms
+
+    def processingEndTime(self) -> int | None:
+        return self.processing_end_ms
+
+    def schedulingDelay(self) -> int | None:
+        return self.scheduling_delay_ms
+
+    def processingDelay(self) -> int | None:
+        return self.processing_delay_ms
+
+    def totalDelay(self) -> int | None:
+        return self.total_delay_ms
+
+    def numRecords(self) -> int:
+        return self.num_records
+
+    def streamIdToInputInfo(self) -> dict[int, int]:
+        return dict(self.input_records)
+
+    def outputOperationInfos(self) -> dict[int, OutputOperationInfo]:
+        return {op.index: op for op in self.output_operations}
+
+
+@dataclass(frozen=True)
+class StreamingListenerStreamingStarted:
+    time_ms: int
+
+    def time(self) -> int:
+        return self.time_ms
+
+
+@dataclass(frozen=True)
+class _BatchEvent:
+    batch_info: BatchInfo
+
+    def batchInfo(self) -> BatchInfo:
+        return self.batch_info
+
+
+class StreamingListenerBatchSubmitted(_BatchEvent):
+    pass
+
+
+class StreamingListenerBatchStarted(_BatchEvent):
+    pass
+
+
+class StreamingListenerBatchCompleted(_BatchEvent):
+    pass
+
+
+@dataclass(frozen=True)
+class _OutputEvent:
+    output_operation_info: OutputOperationInfo
+
+    def outputOperationInfo(self) -> OutputOperationInfo:
+        return self.output_operation_info
+
+
+class StreamingListenerOutputOperationStarted(_OutputEvent):
+    pass
+
+
+class StreamingListenerOutputOperationCompleted(_OutputEvent):
+    pass
+
+
+class StreamingListener:
+    """Override the callbacks you need; the defaults do nothing."""
+
+    def onStreamingStarted(self, streamingStarted: Any) -> None:
+        """The StreamingContext started."""
+
+    def onReceiverStarted(self, receiverStarted: Any) -> None:
+        """A receiver started (kept for pyspark.streaming compatibility)."""
+
+    def onReceiverError(self, receiverError: Any) -> None:
+        """A receiver reported an error (kept for pyspark.streaming compatibility)."""
+
+    def onReceiverStopped(self, receiverStopped: Any) -> None:
+        """A receiver stopped (kept for pyspark.streaming compatibility)."""
+
+    def onBatchSubmitted(self, batchSubmitted: Any) -> None:
+        """A batch's jobs were generated and submitted."""
+
+    def onBatchStarted(self, batchStarted: Any) -> None:
+        """The first job of a batch started."""
+
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        """Every job of a batch finished (some may have failed: see ``batchInfo().failed``)."""
+
+    def onOutputOperationStarted(self, outputOperationStarted: Any) -> None:
+        """One output operation's job of a batch started."""
+
+    def onOutputOperationCompleted(self, outputOperationCompleted: Any) -> None:
+        """One output operation's job of a batch finished."""
+
+
+class ListenerBus:
+    """Delivers events to listeners on one thread, in the order they were posted."""
+
+    def __init__(self) -> None:
+        self._listeners: list[StreamingListener] = []
+        self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def add(self, listener: StreamingListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="dstream-listener-bus", daemon=True)
+        self._thread.start()
+
+    def post(self, callback: str, event: Any) -> None:
+        self._queue.put((callback, event))
+
+    def stop(self) -> None:
+        """Deliver what is queued, then stop."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def wait_until_empty(self, timeout_s: float | None = None) -> None:
+        """Block until every event posted so far has been delivered (for tests)."""
+        done = threading.Event()
+        self._queue.put(("__marker__", done))
+        done.wait(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            callback, event = item
+            if callback == "__marker__":
+                event.set()
+                continue
+            with self._lock:
+                listeners = list(self._listeners)
+            for listener in listeners:
+                try:
+                    getattr(listener, callback)(event)
+                except Exception:
+                    log.exception("streaming listener %r failed in %s", listener, callback)

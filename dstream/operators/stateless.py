@@ -1,0 +1,247 @@
+"""Stateless operators: each interval's RDD is a function of the parents' RDDs of that same
+interval only. Every one of them is a composition over :class:`TransformedDStream` (or
+:class:`UnionDStream`); user functions are wrapped by :func:`guard` so that a failure inside
+a task names the operator and where the program called it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dstream.core import DStreamCore
+from dstream.functions import (
+    UserFunction,
+    call_site,
+    check_callable,
+    guard,
+    guard_partitions,
+    positional_arity,
+)
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from dstream.dstream import DStream
+
+T = TypeVar("T")
+
+__all__ = ["StatelessOps"]
+
+
+def _count_partition(iterator: Iterable[Any]) -> Iterator[int]:
+    yield sum(1 for _ in iterator)
+
+
+def _count(rdd: RDD[Any]) -> RDD[int]:
+    # Always one element per interval, 0 for an empty one (as Spark's DStream.count).
+    if rdd.getNumPartitions() == 0:
+        return rdd.context.parallelize([0], 1)
+    counts = rdd.mapPartitions(_count_partition).map(lambda c: (None, c))
+    return counts.reduceByKey(operator.add, 1).values()
+
+
+class StatelessOps(DStreamCore[T]):
+    # ---- helpers shared by every family ---------------------------------------------------
+    def _user(
+        self, operator_name: str, fn: object, argument: str = "func", *, driver: bool = False
+    ) -> UserFunction:
+        check_callable(fn, operator_name, argument)
+        assert callable(fn)
+        return UserFunction(operator_name, call_site(), fn, "driver" if driver else "executor")
+
+    def _rdd_op(
+        self,
+        name: str,
+        fn: Callable[[RDD[Any]], RDD[Any]],
+        user_functions: Iterable[UserFunction] = (),
+    ) -> DStream[Any]:
+        """A stream whose RDD of each interval is ``fn(parent RDD of that interval)``."""
+        from dstream.operators.transformed import TransformedDStream
+
+        return TransformedDStream(
+            [self],  # type: ignore[list-item]
+            lambda _t, rdds: fn(rdds[0]),
+            name=name,
+            user_functions=user_functions,
+        )
+
+    def _num_partitions(self, numPartitions: int | None, operator_name: str) -> int:
+        if numPartitions is None:
+            return int(self._ssc.sparkContext.defaultParallelism)
+        if isinstance(numPartitions, bool) or not isinstance(numPartitions, int):
+            raise TypeError(
+                f"{operator_name}() numPartitions must be an int, got {numPartitions!r}"
+            )
+        if numPartitions < 1:
+            raise ValueError(f"{operator_name}() numPartitions {numPartitions} must be at least 1")
+        return numPartitions
+
+    # ---- per-record and per-partition functions -------------------------------------------
+    def map(self, f: Callable[[T], Any], preservesPartitioning: bool = False) -> DStream[Any]:
+        """Apply ``f`` to every record.
+
+        >>> stream.map(lambda line: line.upper())  # doctest: +SKIP
+        """
+        uf = self._user("map", f)
+        g = guard(uf.fn, uf.label)
+        return self._rdd_op(
+            "map",
+            lambda rdd: rdd.mapPartitions(lambda it: map(g, it), preservesPartitioning),
+            [uf],
+        )
+
+    def flatMap(
+        self, f: Callable[[T], Iterable[Any]], preservesPartitioning: bool = False
+    ) -> DStream[Any]:
+        """Apply ``f`` to every record and flatten the iterables it returns."""
+        uf = self._user("flatMap", f)
+        g = guard(uf.fn, uf.label)
+        return self._rdd_op(
+            "flatMap",
+            lambda rdd: rdd.mapPartitions(
+                lambda it: itertools.chain.from_iterable(map(g, it)), preservesPartitioning
+            ),
+            [uf],
+        )
+
+    def filter(self, f: Callable[[T], bool]) -> DStream[T]:
+        """Keep the records for which ``f`` is true."""
+        uf = self._user("filter", f)
+        g = guard(uf.fn, uf.label)
+        return self._rdd_op(
+            "filter", lambda rdd: rdd.mapPartitions(lambda it: filter(g, it), True), [uf]
+        )
+
+    def mapPartitions(
+        self, f: Callable[[Iterable[T]], Iterable[Any]], preservesPartitioning: bool = False
+    ) -> DStream[Any]:
+        """Apply ``f`` to each partition's iterator."""
+        uf = self._user("mapPartitions", f)
+        g = guard_partitions(uf.fn, uf.label)
+        return self._rdd_op(
+            "mapPartitions", lambda rdd: rdd.mapPartitions(g, preservesPartitioning), [uf]
+        )
+
+    def mapPartitionsWithIndex(
+        self, f: Callable[[int, Iterable[T]], Iterable[Any]], preservesPartitioning: bool = False
+    ) -> DStream[Any]:
+        """Apply ``f(partition_index, iterator)`` to each partition."""
+        uf = self._user("mapPartitionsWithIndex", f)
+        label = uf.label
+
+        def part(index: int, iterator: Iterable[Any]) -> Iterator[Any]:
+            g = guard_partitions(lambda it: uf.fn(index, it), label)
+            return g(iterator)
+
+        return self._rdd_op(
+            "mapPartitionsWithIndex",
+            lambda rdd: rdd.mapPartitionsWithIndex(part, preservesPartitioning),
+            [uf],
+        )
+
+    def glom(self) -> DStream[list[T]]:
+        """Turn each partition into a single list."""
+        return self._rdd_op("glom", lambda rdd: rdd.glom())
+
+    def repartition(self, numPartitions: int) -> DStream[T]:
+        """Reshuffle each interval's records into ``numPartitions`` partitions."""
+        n = self._num_partitions(numPartitions, "repartition")
+        return self._rdd_op("repartition", lambda rdd: rdd.repartition(n))
+
+    # ---- aggregates over one interval -----------------------------------------------------
+    def reduce(self, func: Callable[[T, T], T]) -> DStream[T]:
+        """Reduce each interval to one record with the associative ``func``."""
+        uf = self._user("reduce", func)
+        g = guard(uf.fn, uf.label)
+        return self._rdd_op(
+            "reduce",
+            lambda rdd: rdd.map(lambda x: (None, x)).reduceByKey(g, 1).values(),
+            [uf],
+        )
+
+    def count(self) -> DStream[int]:
+        """The number of records of each interval (one record, 0 for an empty interval)."""
+        return self._rdd_op("count", _count)
+
+    def countByValue(self) -> DStream[tuple[Any, int]]:
+        """``(value, count)`` for every distinct value of each interval."""
+        n = self._num_partitions(None, "countByValue")
+        return self._rdd_op(
+            "countByValue",
+            lambda rdd: rdd.map(lambda x: (x, 1)).reduceByKey(operator.add, n),
+        )
+
+    # ---- arbitrary RDD functions (run on the driver) --------------------------------------
+    def transform(self, func: Callable[..., RDD[Any]]) -> DStream[Any]:
+        """Apply an RDD-to-RDD function each interval: ``func(rdd)`` or ``func(time, rdd)``.
+
+        The function runs on the driver, so it may use the SparkContext (``rdd.context``).
+        ``time`` is a :class:`dstream.Time`.
+        """
+        uf = self._user("transform", func, driver=True)
+        arity = positional_arity(uf.fn)
+        if arity not in (None, 1, 2):
+            raise TypeError(
+                f"transform() takes func(rdd) or func(time, rdd); the function at {uf.site} "
+                f"takes {arity} arguments"
+            )
+        call: Callable[[Time, list[RDD[Any]]], RDD[Any]]
+        if arity == 1:
+            call = lambda _t, rdds: uf.fn(rdds[0])  # noqa: E731
+        else:
+            call = lambda t, rdds: uf.fn(t, rdds[0])  # noqa: E731
+        from dstream.operators.transformed import TransformedDStream
+
+        return TransformedDStream(
+            [self],  # type: ignore[list-item]
+            call,
+            name="transform",
+            user_functions=[uf],
+            driver_function=True,
+        )
+
+    def transformWith(
+        self, func: Callable[..., RDD[Any]], other: DStream[Any], keepSerializer: bool = False
+    ) -> DStream[Any]:
+        """Combine this stream's and ``other``'s RDDs of each interval:
+        ``func(rdd_a, rdd_b)`` or ``func(time, rdd_a, rdd_b)`` (runs on the driver)."""
+        del keepSerializer  # PySpark's serializer detail; RDDs here keep their own.
+        uf = self._user("transformWith", func, driver=True)
+        arity = positional_arity(uf.fn)
+        if arity not in (None, 2, 3):
+            raise TypeError(
+                "transformWith() takes func(rdd_a, rdd_b) or func(time, rdd_a, rdd_b); the "
+                f"function at {uf.site} takes {arity} arguments"
+            )
+        self._check_stream(other, "transformWith")
+        call: Callable[[Time, list[RDD[Any]]], RDD[Any]]
+        if arity == 2:
+            call = lambda _t, rdds: uf.fn(rdds[0], rdds[1])  # noqa: E731
+        else:
+            call = lambda t, rdds: uf.fn(t, rdds[0], rdds[1])  # noqa: E731
+        from dstream.operators.transformed import TransformedDStream
+
+        return TransformedDStream(
+            [self, other],  # type: ignore[list-item]
+            call,
+            name="transformWith",
+            user_functions=[uf],
+            driver_function=True,
+        )
+
+    def union(self, other: DStream[Any]) -> DStream[Any]:
+        """The records of both streams, interval by interval (same slide required)."""
+        from dstream.operators.transformed import UnionDStream
+
+        self._check_stream(other, "union")
+        return UnionDStream([self, other])  # type: ignore[list-item]
+
+    def _check_stream(self, other: object, operator_name: str) -> None:
+        if not isinstance(other, DStreamCore):
+            raise TypeError(
+                f"{operator_name}() needs another DStream, got {type(other).__name__} {other!r}"
+            )

@@ -1,0 +1,86 @@
+"""Output operations: ``foreachRDD``, ``pprint`` and ``saveAsTextFiles``. Each registers an
+:class:`~dstream.operators.output.OutputDStream` with the graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dstream.functions import positional_arity
+from dstream.operators.keyed import KeyedOps
+from dstream.storage.filesystem import filesystem_for
+from dstream.storage.output import commit_interval, interval_path
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+T = TypeVar("T")
+
+__all__ = ["OutputOps"]
+
+
+class OutputOps(KeyedOps[T]):
+    def foreachRDD(self, func: Callable[..., None]) -> None:
+        """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every interval.
+
+        ``time`` is a :class:`dstream.Time` (integer milliseconds, with ``strftime``,
+        ``isoformat`` and ``to_datetime()`` in UTC).
+        """
+        uf = self._user("foreachRDD", func, driver=True)
+        arity = positional_arity(uf.fn)
+        if arity not in (None, 1, 2):
+            raise TypeError(
+                f"foreachRDD() takes func(rdd) or func(time, rdd); the function at {uf.site} "
+                f"takes {arity} arguments"
+            )
+        user_fn = uf.fn
+        call: Callable[[Time, RDD[Any]], None] = (
+            (lambda _t, rdd: user_fn(rdd)) if arity == 1 else user_fn
+        )
+        _output(self, call, name="foreachRDD", user_functions=(uf,))
+
+    def pprint(self, num: int = 10) -> None:
+        """Print the first ``num`` records of every interval."""
+        if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+            raise ValueError(f"pprint() num {num!r} must be an int >= 0")
+
+        def take_and_print(time: Time, rdd: RDD[Any]) -> None:
+            taken = rdd.take(num + 1)
+            lines = ["-------------------------------------------"]
+            lines.append(f"Time: {time.to_datetime():%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC")
+            lines.append("-------------------------------------------")
+            lines.extend(str(record) for record in taken[:num])
+            if len(taken) > num:
+                lines.append("...")
+            print("\n".join(lines) + "\n", flush=True)
+
+        _output(self, take_and_print, name="pprint")
+
+    def saveAsTextFiles(self, prefix: str, suffix: str | None = None) -> None:
+        """Save each interval as text at ``prefix-<time ms>[.suffix]``, exactly once.
+
+        The interval is written to a hidden temporary directory and renamed into place; an
+        interval whose output is already committed is not written again (after a recovery,
+        a recomputation or a speculative job).
+        """
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(
+                f"saveAsTextFiles() prefix {prefix!r} must be a non-empty path string, "
+                "e.g. '/data/out/counts' or 'hdfs://nn:8020/out/counts'"
+            )
+        if suffix is not None and not isinstance(suffix, str):
+            raise TypeError(f"saveAsTextFiles() suffix must be a string or None, got {suffix!r}")
+
+        def save(time: Time, rdd: RDD[Any]) -> None:
+            path = interval_path(prefix, suffix, time.ms)
+            fs = filesystem_for(path, rdd.context)
+            commit_interval(fs, path, time.ms, rdd.saveAsTextFile)
+
+        _output(self, save, name="saveAsTextFiles")
+
+
+def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> None:
+    from dstream.operators.output import OutputDStream
+
+    OutputDStream(parent, fn, **kwargs)

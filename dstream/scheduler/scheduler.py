@@ -1,0 +1,265 @@
+"""The job scheduler: one event loop that turns timer ticks into Spark jobs.
+
+::
+
+    timer thread ──GenerateJobs(t)──▶ ┌──────────────┐ ──submit──▶ job threads (≤ depth)
+    job threads ──JobStarted/Finished─▶│  event loop  │            each job in the Spark job
+    stop()     ──Shutdown────────────▶ └──────────────┘            group of its interval
+                                         │ listeners (own thread), errors, clear_metadata
+
+Only the event loop changes batch state. Job generation for interval t runs on the event
+loop: it builds RDDs (lazily, on the driver) and hands each output's job to the job pool; the
+pool's size is the pipelining depth — how many intervals may run at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time as _time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from dstream.listener import (
+    BatchInfo,
+    ListenerBus,
+    OutputOperationInfo,
+    StreamingListenerBatchCompleted,
+    StreamingListenerBatchStarted,
+    StreamingListenerBatchSubmitted,
+    StreamingListenerOutputOperationCompleted,
+    StreamingListenerOutputOperationStarted,
+)
+from dstream.scheduler.events import Event, GenerateJobs, JobFinished, JobStarted, Shutdown
+from dstream.scheduler.failures import describe_failure
+from dstream.scheduler.timer import RecurringTimer
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark import SparkContext
+
+    from dstream.clock import Clock
+    from dstream.errors import StreamingJobError
+    from dstream.graph import DStreamGraph
+    from dstream.operators.output import Job
+    from dstream.settings import StreamingSettings
+
+__all__ = ["JobScheduler", "OverheadStats"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Batch:
+    time: Time
+    jobs: list[Job]
+    info: BatchInfo
+    pending: int
+    outputs: dict[int, OutputOperationInfo] = field(default_factory=dict)
+
+
+@dataclass
+class OverheadStats:
+    """Driver-side seconds spent per interval (perf_counter), for the overhead benchmark."""
+
+    generate_s: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
+    complete_s: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
+
+
+class JobScheduler:
+    def __init__(
+        self,
+        graph: DStreamGraph,
+        sc: SparkContext,
+        *,
+        clock: Clock,
+        settings: StreamingSettings,
+        bus: ListenerBus,
+        on_error: Callable[[StreamingJobError], None],
+        group_prefix: str,
+    ) -> None:
+        self._graph = graph
+        self._sc = sc
+        self._clock = clock
+        self._settings = settings
+        self._bus = bus
+        self._on_error = on_error
+        self._group_prefix = group_prefix
+        self._events: queue.Queue[Event] = queue.Queue()
+        self._timer = RecurringTimer(
+            clock, graph.batch_duration, lambda t: self.post(GenerateJobs(t)), "dstream-timer"
+        )
+        self._pool = ThreadPoolExecutor(settings.pipelining_depth, thread_name_prefix="dstream-job")
+        self._loop_thread: threading.Thread | None = None
+        # State below is owned by the event loop; _done guards what waiters read.
+        self._batches: dict[Time, _Batch] = {}
+        self._done = threading.Condition()
+        self._completed: deque[Time] = deque(maxlen=1000)
+        self._last_generated: Time | None = None
+        self.stats = OverheadStats()
+
+    # ---- control (any thread) -------------------------------------------------------------
+    def post(self, event: Event) -> None:
+        self._events.put(event)
+
+    def start(self, first_batch: Time) -> None:
+        self._loop_thread = threading.Thread(
+            target=self._run, name="dstream-scheduler", daemon=True
+        )
+        self._loop_thread.start()
+        self._timer.start(first_batch)
+
+    def stop(self, graceful: bool) -> None:
+        self._timer.stop()
+        if graceful:
+            self._wait_for_generated(self._settings.graceful_stop_timeout.seconds)
+        else:
+            with self._done:
+                running = [t for t in self._batches]
+            for t in running:
+                self._sc.cancelJobGroup(self._group(t))
+        self._pool.shutdown(wait=True, cancel_futures=not graceful)
+        self.post(Shutdown())
+        if self._loop_thread is not None:
+            self._loop_thread.join()
+
+    def wait_for_batch(self, time: Time, timeout_s: float | None = None) -> bool:
+        """Block until the batch of ``time`` and every batch before it have completed."""
+        deadline = None if timeout_s is None else _time.monotonic() + timeout_s
+        with self._done:
+            while (
+                self._last_generated is None
+                or self._last_generated < time
+                or any(t <= time for t in self._batches)
+            ):
+                remaining = None if deadline is None else deadline - _time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._done.wait(remaining)
+            return True
+
+    @property
+    def completed_batches(self) -> list[Time]:
+        with self._done:
+            return list(self._completed)
+
+    def _wait_for_generated(self, timeout_s: float) -> None:
+        # Everything the timer posted is in the queue before this marker-free check.
+        deadline = _time.monotonic() + timeout_s
+        with self._done:
+            while True:
+                pending_events = not self._events.empty()
+                if not self._batches and not pending_events:
+                    return
+                remaining = deadline - _time.monotonic()
+                if remaining <= 0:
+                    log.warning("graceful stop gave up waiting for %d batches", len(self._batches))
+                    return
+                self._done.wait(min(remaining, 0.1))
+
+    def _group(self, time: Time) -> str:
+        return f"{self._group_prefix}-{time.ms}"
+
+    # ---- the event loop ---------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            event = self._events.get()
+            try:
+                match event:
+                    case GenerateJobs(time):
+                        self._generate(time)
+                    case JobStarted(time, index, at_ms):
+                        self._job_started(time, index, at_ms)
+                    case JobFinished(time, index, at_ms, error):
+                        self._job_finished(time, index, at_ms, error)
+                    case Shutdown():
+                        return
+            except Exception:
+                log.exception("dstream scheduler failed handling %r", event)
+
+    def _generate(self, time: Time) -> None:
+        began = _time.perf_counter()
+        jobs = self._graph.generate_jobs(time)
+        info = BatchInfo(time, self._clock.now().ms)
+        batch = _Batch(time, jobs, info, pending=len(jobs))
+        for job in jobs:
+            batch.outputs[job.output_index] = OutputOperationInfo(time, job.output_index, job.label)
+        with self._done:
+            self._batches[time] = batch
+            self._last_generated = time
+        self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
+        for job in jobs:
+            self._pool.submit(self._run_job, job)
+        self.stats.generate_s.append(_time.perf_counter() - began)
+        if not jobs:
+            self._complete(batch)
+
+    def _run_job(self, job: Job) -> None:
+        self.post(JobStarted(job.time, job.output_index, self._clock.now().ms))
+        error = None
+        self._sc.setJobGroup(
+            self._group(job.time),
+            f"dstream batch {job.time.ms} ms, output #{job.output_index}: {job.label}",
+            interruptOnCancel=True,
+        )
+        try:
+            job.run()
+        except BaseException as exc:
+            error = describe_failure(job.time, job.output_index, job.label, exc)
+        self.post(JobFinished(job.time, job.output_index, self._clock.now().ms, error))
+
+    def _job_started(self, time: Time, index: int, at_ms: int) -> None:
+        batch = self._batches[time]
+        if batch.info.processing_start_ms is None:
+            batch.info = replace(batch.info, processing_start_ms=at_ms)
+            self._bus.post("onBatchStarted", StreamingListenerBatchStarted(batch.info))
+        op = replace(batch.outputs[index], start_ms=at_ms)
+        batch.outputs[index] = op
+        self._bus.post("onOutputOperationStarted", StreamingListenerOutputOperationStarted(op))
+
+    def _job_finished(
+        self, time: Time, index: int, at_ms: int, error: StreamingJobError | None
+    ) -> None:
+        batch = self._batches[time]
+        op = replace(
+            batch.outputs[index],
+            end_ms=at_ms,
+            failure=None if error is None else str(error).splitlines()[0],
+        )
+        batch.outputs[index] = op
+        self._bus.post("onOutputOperationCompleted", StreamingListenerOutputOperationCompleted(op))
+        if error is not None:
+            log.error("%s", error)
+            self._on_error(error)
+        batch.pending -= 1
+        if batch.pending == 0:
+            self._complete(batch, at_ms)
+
+    def _complete(self, batch: _Batch, at_ms: int | None = None) -> None:
+        began = _time.perf_counter()
+        now = self._clock.now().ms if at_ms is None else at_ms
+        records = {s.id: s.take_record_count(batch.time) for s in self._graph.inputs}
+        batch.info = replace(
+            batch.info,
+            processing_start_ms=batch.info.processing_start_ms or now,
+            processing_end_ms=now,
+            input_records=records,
+            output_operations=tuple(batch.outputs[i] for i in sorted(batch.outputs)),
+        )
+        self._graph.clear_metadata(batch.time)
+        self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info))
+        with self._done:
+            del self._batches[batch.time]
+            self._completed.append(batch.time)
+            self._done.notify_all()
+        self.stats.complete_s.append(_time.perf_counter() - began)
+
+    # for tests and the shell
+    def running_batches(self) -> list[Any]:
+        with self._done:
+            return sorted(self._batches)

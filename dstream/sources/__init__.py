@@ -1,0 +1,2 @@
+"""Input streams: queues of RDDs, directories of files, sockets and a deterministic rate
+source."""

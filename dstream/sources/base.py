@@ -1,0 +1,115 @@
+"""Input streams: the leaves of the graph.
+
+An input stream produces one RDD per batch interval from something outside Spark. It also
+reports how many records each interval read. Where the count is known when the RDD is made
+(a list, a received block, the rate source) the source says so; otherwise the RDD's
+partitions count their records as they are read, into an accumulator keyed by
+``(batch time, partition)`` — a recomputed or speculative partition writes the same key
+again, so the count is not doubled by recovery.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from pyspark.accumulators import AccumulatorParam
+
+from dstream.dstream import DStream
+from dstream.time import Duration, Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+    from pyspark.accumulators import Accumulator
+
+    from dstream.context import StreamingContext
+
+__all__ = ["InputDStream"]
+
+
+class _KeyedCounts(AccumulatorParam[dict[tuple[int, int], int]]):
+    """Accumulator of {(batch ms, partition): records}; merging overwrites, never adds."""
+
+    def zero(self, value: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+        return {}
+
+    def addInPlace(
+        self, value1: dict[tuple[int, int], int], value2: dict[tuple[int, int], int]
+    ) -> dict[tuple[int, int], int]:
+        value1.update(value2)
+        return value1
+
+
+class InputDStream(DStream[Any]):
+    # Sources that know their counts up front turn this off.
+    counts_in_tasks: bool = True
+
+    def __init__(self, ssc: StreamingContext, *, name: str) -> None:
+        super().__init__(ssc, (), name=name)
+        self._graph_batch = ssc._graph.batch_duration
+        self._known_counts: dict[Time, int] = {}
+        self._counter: Accumulator[dict[tuple[int, int], int]] | None = None
+        self._counter_lock = threading.Lock()
+        ssc._graph.add_input(self)
+
+    @property
+    def slide_duration(self) -> Duration:
+        return self._graph_batch
+
+    # ---- what a source implements ---------------------------------------------------------
+    def read(self, time: Time) -> RDD[Any] | None:
+        """The RDD of the interval ending at ``time``."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Called by ``ssc.start()``, before the first interval (receivers connect here)."""
+
+    def stop(self) -> None:
+        """Called by ``ssc.stop()``."""
+
+    def validate(self) -> None:
+        """Check the source is usable; called by ``ssc.start()``."""
+
+    # ---- counting -------------------------------------------------------------------------
+    def compute(self, time: Time) -> RDD[Any] | None:
+        rdd = self.read(time)
+        if rdd is None or not self.counts_in_tasks or time in self._known_counts:
+            return rdd
+        counter = self._ensure_counter()
+        ms = time.ms
+
+        def count(split: int, iterator: Iterable[Any]) -> Iterator[Any]:
+            n = 0
+            for record in iterator:
+                n += 1
+                yield record
+            counter.add({(ms, split): n})
+
+        return rdd.mapPartitionsWithIndex(count, preservesPartitioning=True)
+
+    def _ensure_counter(self) -> Accumulator[dict[tuple[int, int], int]]:
+        with self._counter_lock:
+            if self._counter is None:
+                self._counter = self._ssc.sparkContext.accumulator({}, _KeyedCounts())
+            return self._counter
+
+    def record_count(self, time: Time, count: int) -> None:
+        """A source that knows how many records an interval has says so here."""
+        self._known_counts[time] = count
+
+    def take_record_count(self, time: Time) -> int:
+        """Records read for ``time`` (called once, when the batch completes)."""
+        known = self._known_counts.pop(time, None)
+        if known is not None:
+            return known
+        if self._counter is None:
+            return 0
+        counts = self._counter._value
+        total = 0
+        # Older keys too: a window recomputing an old partition must not leak entries.
+        for key in [k for k in list(counts) if k[0] <= time.ms]:
+            n = counts.pop(key, 0)
+            if key[0] == time.ms:
+                total += n
+        return total

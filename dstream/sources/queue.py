@@ -1,0 +1,67 @@
+"""``queueStream``: a fixed queue of RDDs (or lists), one (or all) per interval. For tests and
+demos; a queue is not durable input, so it cannot be recovered after a driver failure."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from dstream.sources.base import InputDStream
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from dstream.context import StreamingContext
+
+__all__ = ["QueueInputDStream"]
+
+
+class QueueInputDStream(InputDStream):
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        items: Iterable[RDD[Any] | Iterable[Any]],
+        one_at_a_time: bool,
+        default: RDD[Any] | Iterable[Any] | None,
+    ) -> None:
+        super().__init__(ssc, name="queueStream")
+        # Each entry carries its record count when known (a list) so no task has to count.
+        self._queue: deque[tuple[RDD[Any], int | None]] = deque(self._as_rdd(i) for i in items)
+        self._default = None if default is None else self._as_rdd(default)
+        self._one_at_a_time = one_at_a_time
+        self._queue_lock = threading.Lock()
+
+    def _as_rdd(self, item: RDD[Any] | Iterable[Any]) -> tuple[RDD[Any], int | None]:
+        from pyspark import RDD
+
+        if isinstance(item, RDD):
+            return item, None
+        if isinstance(item, str | bytes) or not isinstance(item, Iterable):
+            raise TypeError(
+                f"queueStream() takes RDDs or lists of records, got {type(item).__name__} "
+                f"{item!r}; wrap single records in a list, e.g. [[1, 2], [3]]"
+            )
+        records = list(item)
+        return self._ssc.sparkContext.parallelize(records), len(records)
+
+    def read(self, time: Time) -> RDD[Any] | None:
+        with self._queue_lock:
+            if self._one_at_a_time and self._queue:
+                taken = [self._queue.popleft()]
+            else:
+                taken = list(self._queue)
+                self._queue.clear()
+        if not taken:
+            if self._default is not None:
+                taken = [self._default]
+            else:
+                self.record_count(time, 0)
+                return self._ssc.sparkContext.emptyRDD()
+        counts = [n for _, n in taken]
+        if all(n is not None for n in counts):
+            self.record_count(time, sum(n for n in counts if n is not None))
+        rdds = [r for r, _ in taken]
+        return rdds[0] if len(rdds) == 1 else self._ssc.sparkContext.union(rdds)

@@ -1,0 +1,274 @@
+"""The file systems the engine reads and writes: the local one (the embedded default) and,
+through the driver JVM's Hadoop FileSystem API, anything Hadoop can open (``hdfs://`` ...).
+
+Only what the engine needs: list a directory's files with modification times, test, make,
+delete, read and write small files, and rename *without replacing* the destination — the
+atomic step every commit in dstream is built on. A rename that cannot be done raises; it is
+never a log line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+__all__ = [
+    "FileInfo",
+    "FileSystem",
+    "HadoopFileSystem",
+    "LocalFileSystem",
+    "RenameError",
+    "filesystem_for",
+    "is_hidden",
+    "join",
+]
+
+
+class RenameError(OSError):
+    """A rename that did not happen (the destination exists, or the source is missing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    path: str
+    modified_ms: int
+    size: int
+
+
+def is_hidden(name: str) -> bool:
+    """Names starting with '.' or '_' are in-progress or bookkeeping files (Hadoop's rule)."""
+    return name.startswith((".", "_"))
+
+
+def join(directory: str, name: str) -> str:
+    return directory.rstrip("/") + "/" + name
+
+
+class FileSystem(Protocol):
+    def list_files(self, directory: str) -> list[FileInfo]:
+        """Visible regular files directly in ``directory`` (hidden names skipped)."""
+        ...
+
+    def list_names(self, directory: str) -> list[str]:
+        """Every entry's name in ``directory``, hidden ones included."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
+
+    def mkdirs(self, path: str) -> None: ...
+
+    def delete(self, path: str) -> None:
+        """Delete a file or a directory tree; a missing path is not an error."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data`` (replacing it), flushed to stable storage."""
+        ...
+
+    def rename(self, src: str, dst: str) -> None:
+        """Atomically rename; raises :class:`RenameError` if ``dst`` exists."""
+        ...
+
+
+# ---- local -------------------------------------------------------------------------------
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+
+def _load_renameat2() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_renameat2 = _load_renameat2()
+
+
+def _local_path(path: str) -> str:
+    parsed = urlparse(path)
+    return os.path.abspath(parsed.path if parsed.scheme == "file" else path)
+
+
+class LocalFileSystem:
+    """POSIX file system. ``rename`` uses renameat2(RENAME_NOREPLACE) where the kernel has
+    it, so "the destination exists" is decided atomically by the kernel."""
+
+    def list_files(self, directory: str) -> list[FileInfo]:
+        result = []
+        with os.scandir(_local_path(directory)) as entries:
+            for entry in entries:
+                if is_hidden(entry.name) or not entry.is_file():
+                    continue
+                st = entry.stat()
+                result.append(FileInfo(entry.path, st.st_mtime_ns // 1_000_000, st.st_size))
+        return result
+
+    def list_names(self, directory: str) -> list[str]:
+        try:
+            return os.listdir(_local_path(directory))
+        except FileNotFoundError:
+            return []
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(_local_path(path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(_local_path(path))
+
+    def mkdirs(self, path: str) -> None:
+        os.makedirs(_local_path(path), exist_ok=True)
+
+    def delete(self, path: str) -> None:
+        p = _local_path(path)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=False)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(_local_path(path), "rb") as f:
+            return f.read()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        with open(_local_path(path), "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def rename(self, src: str, dst: str) -> None:
+        s, d = _local_path(src), _local_path(dst)
+        if _renameat2 is not None:
+            if _renameat2(_AT_FDCWD, s.encode(), _AT_FDCWD, d.encode(), _RENAME_NOREPLACE) == 0:
+                self._sync_dir(os.path.dirname(d))
+                return
+            err = ctypes.get_errno()
+            if err == errno.EEXIST:
+                raise RenameError(err, f"cannot rename {src} to {dst}: the destination exists")
+            if err not in (errno.EINVAL, errno.ENOSYS):  # EINVAL: the FS lacks NOREPLACE
+                raise RenameError(err, f"cannot rename {src} to {dst}: {os.strerror(err)}")
+        # Fallback where the kernel or file system lacks RENAME_NOREPLACE: check, then rename.
+        if os.path.lexists(d):
+            raise RenameError(errno.EEXIST, f"cannot rename {src} to {dst}: the destination exists")
+        try:
+            os.rename(s, d)
+        except OSError as exc:
+            raise RenameError(exc.errno, f"cannot rename {src} to {dst}: {exc.strerror}") from exc
+        self._sync_dir(os.path.dirname(d))
+
+    @staticmethod
+    def _sync_dir(directory: str) -> None:
+        # A rename is durable only once its directory entry is on disk.
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ---- Hadoop (hdfs:// and any other scheme), through the driver JVM -------------------------
+class HadoopFileSystem:
+    """Hadoop's FileSystem API through Py4J; ``rename`` uses ``FileContext.rename`` with
+    ``Options.Rename.NONE``, which fails (atomically, on HDFS) when the destination exists —
+    unlike ``FileSystem.rename``, which moves a source *into* an existing directory."""
+
+    def __init__(self, sc: SparkContext, uri: str) -> None:
+        jvm = sc._jvm
+        assert jvm is not None  # a running SparkContext always has its gateway
+        self._jvm = jvm
+        self._gateway: Any = sc._gateway
+        self._conf = sc._jsc.hadoopConfiguration()
+        self._path_cls = jvm.org.apache.hadoop.fs.Path
+        self._fs = self._path(uri).getFileSystem(self._conf)
+        self._fc = jvm.org.apache.hadoop.fs.FileContext.getFileContext(
+            self._fs.getUri(), self._conf
+        )
+
+    def _path(self, path: str) -> Any:
+        return self._path_cls(path)
+
+    def list_files(self, directory: str) -> list[FileInfo]:
+        result = []
+        for status in self._fs.listStatus(self._path(directory)):
+            if status.isDirectory():
+                continue
+            path = status.getPath()
+            if is_hidden(path.getName()):
+                continue
+            result.append(FileInfo(path.toString(), status.getModificationTime(), status.getLen()))
+        return result
+
+    def list_names(self, directory: str) -> list[str]:
+        p = self._path(directory)
+        if not self._fs.exists(p):
+            return []
+        return [s.getPath().getName() for s in self._fs.listStatus(p)]
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs.exists(self._path(path)))
+
+    def is_dir(self, path: str) -> bool:
+        return bool(self._fs.isDirectory(self._path(path)))
+
+    def mkdirs(self, path: str) -> None:
+        if not self._fs.mkdirs(self._path(path)):
+            raise OSError(f"could not create directory {path}")
+
+    def delete(self, path: str) -> None:
+        self._fs.delete(self._path(path), True)
+
+    def read_bytes(self, path: str) -> bytes:
+        stream = self._fs.open(self._path(path))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        out = self._fs.create(self._path(path), True)
+        try:
+            out.write(bytearray(data))
+            out.hsync()
+        finally:
+            out.close()
+
+    def rename(self, src: str, dst: str) -> None:
+        options = self._gateway.new_array(self._jvm.org.apache.hadoop.fs.Options.Rename, 1)
+        options[0] = self._jvm.org.apache.hadoop.fs.Options.Rename.NONE
+        try:
+            self._fc.rename(self._path(src), self._path(dst), options)
+        except Exception as exc:
+            text = str(exc)
+            reason = "the destination exists" if "FileAlreadyExists" in text else text[:500]
+            raise RenameError(
+                errno.EEXIST if "FileAlreadyExists" in text else errno.EIO,
+                f"cannot rename {src} to {dst}: {reason}",
+            ) from exc
+
+
+def filesystem_for(path: str, sc: SparkContext | None = None) -> FileSystem:
+    """The local file system for plain paths and ``file://``; Hadoop's for any other scheme."""
+    scheme = urlparse(path).scheme
+    if scheme in ("", "file"):
+        return LocalFileSystem()
+    if sc is None:
+        raise ValueError(f"{path!r} needs a SparkContext to reach its file system ({scheme}://)")
+    return HadoopFileSystem(sc, path)

@@ -1,0 +1,78 @@
+"""Exactly-once output per interval.
+
+An interval's output is written to a hidden temporary directory next to its final path,
+marked complete, and then renamed into place. The rename is the commit: it is atomic and it
+refuses to replace an existing directory, so an interval that is recomputed (after a worker
+or driver failure, or by a speculative copy of the whole output job) is never written twice,
+and a reader never sees half an interval.
+
+::
+
+    out/.counts-3000.txt.tmp-4f1c…/part-00000, _DSTREAM_COMMIT   (being written)
+              │  rename (no replace)
+              ▼
+    out/counts-3000.txt/part-00000, _DSTREAM_COMMIT              (committed, final)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import posixpath
+import uuid
+from collections.abc import Callable
+
+from dstream.storage.filesystem import FileSystem, join
+
+__all__ = ["COMMIT_MARKER", "commit_interval", "interval_path"]
+
+COMMIT_MARKER = "_DSTREAM_COMMIT"
+
+
+def interval_path(prefix: str, suffix: str | None, time_ms: int) -> str:
+    """``prefix-<ms>[.suffix]``, the name pyspark.streaming gives each interval's output."""
+    return f"{prefix}-{time_ms}" if not suffix else f"{prefix}-{time_ms}.{suffix}"
+
+
+def _split(path: str) -> tuple[str, str]:
+    parent, name = posixpath.split(path.rstrip("/"))
+    return parent or ".", name
+
+
+def commit_interval(
+    fs: FileSystem, final_path: str, time_ms: int, write: Callable[[str], None]
+) -> bool:
+    """Write one interval's output exactly once. Returns False if it was already committed.
+
+    ``write(tmp_path)`` must create ``tmp_path`` and fill it (e.g. ``rdd.saveAsTextFile``).
+    """
+    parent, name = _split(final_path)
+    if fs.exists(final_path):
+        if not fs.exists(join(final_path, COMMIT_MARKER)):
+            raise FileExistsError(
+                f"output path {final_path} exists but was not committed by dstream (no "
+                f"{COMMIT_MARKER} file); move it away or choose another prefix — dstream will "
+                "not overwrite data it did not write"
+            )
+        return False
+    fs.mkdirs(parent)
+    # Attempts that died before their commit leave a temporary directory: clear them.
+    stale = f".{name}.tmp-"
+    for entry in fs.list_names(parent):
+        if entry.startswith(stale):
+            fs.delete(join(parent, entry))
+    tmp = join(parent, f"{stale}{uuid.uuid4().hex}")
+    try:
+        write(tmp)
+        marker = {"time_ms": time_ms, "path": final_path}
+        fs.write_bytes(join(tmp, COMMIT_MARKER), json.dumps(marker).encode())
+        fs.rename(tmp, final_path)
+    except Exception:
+        with contextlib.suppress(Exception):
+            fs.delete(tmp)
+        # Another attempt committed this interval while we wrote (our rename was refused, or
+        # its clean-up removed our temporary directory): ours was a duplicate; drop it.
+        if fs.exists(join(final_path, COMMIT_MARKER)):
+            return False
+        raise
+    return True

@@ -1,0 +1,192 @@
+"""What a user sees when a program is wrong: bad arguments, wrong lifecycle calls,
+unpicklable functions and failing user code. Messages are pinned: they are the interface."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from dstream import ContextStateError, StreamingContext, StreamingJobError, UnpicklableFunctionError
+
+from .conftest import Harness
+
+
+def test_batch_duration_is_validated(sc: Any) -> None:
+    with pytest.raises(ValueError, match=r"batchDuration -1 is negative; give a positive duration"):
+        StreamingContext(sc, -1)
+    with pytest.raises(ValueError, match=r"batchDuration is 0 ms; it must be positive"):
+        StreamingContext(sc, 0)
+    with pytest.raises(TypeError, match=r"needs a batchDuration, e\.g\. StreamingContext\(sc, 1\)"):
+        StreamingContext(sc)
+    with pytest.raises(TypeError, match=r"needs a pyspark\.SparkContext, got str"):
+        StreamingContext("local[2]", 1)  # type: ignore[arg-type]
+    assert StreamingContext(sc, "500ms").batch_duration.ms == 500
+    assert StreamingContext(sc, 0.25).batch_duration.ms == 250
+
+
+def test_non_callables_are_refused_with_the_operator_name(harness: Any) -> None:
+    stream = harness().ssc.queueStream([[1]])
+    with pytest.raises(
+        TypeError, match=r"map\(\) needs a function for func, got int 3; pass a function"
+    ):
+        stream.map(3)
+    with pytest.raises(TypeError, match=r"reduceByKey\(\) needs a function for func, got NoneType"):
+        stream.reduceByKey(None)
+    with pytest.raises(TypeError, match=r"combineByKey\(\) needs a function for mergeValue"):
+        stream.combineByKey(lambda v: v, "x", lambda a, b: a)
+    with pytest.raises(TypeError, match=r"foreachRDD\(\) takes func\(rdd\) or func\(time, rdd\)"):
+        stream.foreachRDD(lambda a, b, c: None)
+    with pytest.raises(TypeError, match=r"union\(\) needs another DStream, got list"):
+        stream.union([1])
+
+
+def test_bad_partition_counts_are_refused(harness: Any) -> None:
+    stream = harness().ssc.queueStream([[("a", 1)]])
+    with pytest.raises(ValueError, match=r"reduceByKey\(\) numPartitions 0 must be at least 1"):
+        stream.reduceByKey(lambda a, b: a + b, 0)
+    with pytest.raises(TypeError, match=r"repartition\(\) numPartitions must be an int, got '2'"):
+        stream.repartition("2")
+
+
+def test_start_needs_an_output_operation(harness: Any) -> None:
+    h: Harness = harness()
+    h.ssc.queueStream([[1]]).map(str)
+    with pytest.raises(
+        ValueError, match=r"no output operations are registered.*call foreachRDD\(\), pprint\(\)"
+    ):
+        h.ssc.start()
+
+
+def test_lifecycle_errors(harness: Any) -> None:
+    h: Harness = harness()
+    stream = h.ssc.queueStream([[1]])
+    stream.foreachRDD(lambda rdd: None)
+    h.ssc.start()
+    with pytest.raises(ContextStateError, match=r"already running; call start\(\) once"):
+        h.ssc.start()
+    with pytest.raises(
+        ContextStateError, match=r"cannot add map\(\) to a StreamingContext that is active"
+    ):
+        stream.map(str)
+    with pytest.raises(ContextStateError, match=r"cannot add queueStream\(\)"):
+        h.ssc.queueStream([[1]])
+    h.ssc.stop(stopSparkContext=False)
+    h.ssc.stop(stopSparkContext=False)  # a second stop is harmless
+    with pytest.raises(
+        ContextStateError, match="cannot be restarted — create a new StreamingContext"
+    ):
+        h.ssc.start()
+    assert isinstance(ContextStateError("x"), ValueError)
+
+
+def test_a_function_that_captures_the_spark_context_is_refused_at_start(harness: Any) -> None:
+    h: Harness = harness()
+    sc = h.ssc.sparkContext
+    h.ssc.queueStream([[1]]).map(lambda x: sc.defaultParallelism + x).pprint()
+    with pytest.raises(UnpicklableFunctionError) as info:
+        h.ssc.start()
+    message = str(info.value)
+    assert "the function given to map at test_errors.py:" in message
+    assert "it refers to the SparkContext, which exists only on the driver" in message
+    assert "use those in transform() or foreachRDD()" in message
+    assert h.ssc.state == "initialized"
+
+
+def test_a_function_that_captures_a_lock_or_a_stream_is_refused(harness: Any) -> None:
+    h: Harness = harness()
+    lock = threading.Lock()
+    stream = h.ssc.queueStream([[1]])
+    stream.filter(lambda x: lock.locked()).pprint()
+    with pytest.raises(
+        UnpicklableFunctionError, match=r"filter at test_errors.py:\d+ cannot be pickled.*lock"
+    ):
+        h.ssc.start()
+    h2: Harness = harness()
+    other = h2.ssc.queueStream([[1]])
+    other.map(lambda x: other).pprint()
+    with pytest.raises(UnpicklableFunctionError, match="a DStream exists only on the driver"):
+        h2.ssc.start()
+
+
+def test_driver_side_functions_may_use_the_spark_context(harness: Any) -> None:
+    h: Harness = harness()
+    sc = h.ssc.sparkContext
+    got: list[list[int]] = []
+    h.ssc.queueStream([[1]]).transform(lambda rdd: rdd.union(sc.parallelize([2]))).foreachRDD(
+        lambda rdd: got.append(sorted(rdd.collect()))
+    )
+    h.ssc.start()
+    h.run_batches(1)
+    assert got == [[1, 2]]
+
+
+def test_a_failing_task_is_raised_with_batch_operator_and_traceback(harness: Any) -> None:
+    h: Harness = harness()
+
+    def parse(x: str) -> int:
+        return int(x)
+
+    got: list[list[int]] = []
+    h.ssc.queueStream([["1"], ["oops"], ["3"]]).map(parse).foreachRDD(
+        lambda rdd: got.append(rdd.collect())
+    )
+    h.ssc.start()
+    h.run_batches(3)
+    with pytest.raises(StreamingJobError) as info:
+        h.ssc.awaitTerminationOrTimeout(0)
+    err = info.value
+    first = str(err).splitlines()[0]
+    assert first.startswith("batch 2000 ms, output operation #0 (foreachRDD at test_errors.py:")
+    assert "map at test_errors.py:" in first
+    assert first.endswith(
+        "failed in a task: ValueError: invalid literal for int() with base 10: 'oops'"
+    )
+    assert err.batch_time.ms == 2000
+    assert err.operation.startswith("map at test_errors.py:")
+    assert "in parse" in err.traceback_text and "return int(x)" in err.traceback_text
+    # Later intervals still ran, as in pyspark.streaming.
+    assert got == [[1], [3]]
+    with pytest.raises(StreamingJobError):
+        h.ssc.awaitTermination(0)
+
+
+def test_a_failing_driver_function_names_its_operator(harness: Any) -> None:
+    h: Harness = harness()
+
+    def pick(rdd: Any) -> Any:
+        raise KeyError("no such table")
+
+    h.ssc.queueStream([[1]]).transform(pick).pprint()
+    h.ssc.start()
+    h.run_batches(1)
+    with pytest.raises(
+        StreamingJobError,
+        match=r"transform at test_errors.py:\d+ failed on the driver: KeyError: 'no such table'",
+    ):
+        h.ssc.awaitTerminationOrTimeout(0)
+
+
+def test_a_transform_that_returns_no_rdd_is_reported(harness: Any) -> None:
+    h: Harness = harness()
+    h.ssc.queueStream([[1]]).transform(lambda rdd: rdd.collect()).pprint()
+    h.ssc.start()
+    h.run_batches(1)
+    with pytest.raises(
+        StreamingJobError, match="returned list, not an RDD; return the transformed RDD"
+    ):
+        h.ssc.awaitTerminationOrTimeout(0)
+
+
+def test_await_termination_waits_for_stop(harness: Any) -> None:
+    h: Harness = harness()
+    h.ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    h.ssc.start()
+    assert h.ssc.awaitTerminationOrTimeout(0.01) is False
+    stopper = threading.Thread(target=lambda: h.ssc.stop(stopSparkContext=False))
+    stopper.start()
+    assert h.ssc.awaitTerminationOrTimeout(30) is True
+    stopper.join()
+    with pytest.raises(ValueError, match="timeout -1 must be a number of seconds"):
+        h.ssc.awaitTerminationOrTimeout(-1)
