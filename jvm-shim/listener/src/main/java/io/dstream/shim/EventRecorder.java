@@ -1,0 +1,578 @@
+package io.dstream.shim;
+
+import java.util.Collections;
+import java.util.Date;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.WeakHashMap;
+import org.apache.spark.ExceptionFailure;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.Success$;
+import org.apache.spark.TaskEndReason;
+import org.apache.spark.TaskFailedReason;
+import org.apache.spark.scheduler.JobFailed;
+import org.apache.spark.scheduler.JobResult;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerInterface;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.scheduler.TaskInfo;
+import org.apache.spark.status.api.v1.ExecutorSummary;
+import org.apache.spark.util.Utils;
+import scala.Option;
+import scala.collection.Iterator;
+
+/**
+ * A thin {@link SparkListener} that turns scheduler events into compact text records which the
+ * Python driver reads in batches through Py4J ({@link #drain(int)}: thousands of events per call
+ * instead of one call per task). It only observes; it never changes scheduling.
+ *
+ * <h2>Wire format (format version 1, see {@link #formatVersion()})</h2>
+ *
+ * <p>{@link #drain(int)} returns zero or more lines, each terminated by {@code '\n'}. A line is a
+ * list of fields separated by a single {@code '\t'}; the first field is the event kind, and each
+ * kind has a fixed number of fields in the order below. Encoding of a field:
+ *
+ * <ul>
+ *   <li>integers: decimal ({@code int} or {@code long}); times are epoch milliseconds;
+ *   <li>booleans: {@code true} / {@code false};
+ *   <li>a missing value (no job group, a stage not yet submitted, ...): the two characters {@code
+ *       \N};
+ *   <li>strings: backslash-escaped: {@code \} as {@code \\}, TAB as {@code \t}, LF as {@code \n},
+ *       CR as {@code \r}. No other escapes exist, so {@code \N} can never be an escaped string.
+ *       Failure reasons are shortened to at most {@value #MAX_REASON_CHARS} characters (head and
+ *       tail kept, the middle elided), before escaping;
+ *   <li>lists ({@code stageIds}): comma-separated integers, empty when the list is empty.
+ * </ul>
+ *
+ * <pre>
+ * TASK_START       stageId stageAttempt taskId index partition attempt executorId host
+ *                  launchTime speculative jobGroup                                    (12 fields)
+ * TASK_END         stageId stageAttempt taskId index partition attempt executorId host
+ *                  launchTime finishTime speculative successful reasonKind reason taskType
+ *                  jobGroup                                                           (17 fields)
+ * STAGE_SUBMITTED  stageId attempt numTasks submissionTime jobGroup name               (7 fields)
+ * STAGE_COMPLETED  stageId attempt numTasks submissionTime completionTime successful
+ *                  failureReason jobGroup name                                        (10 fields)
+ * JOB_START        jobId time jobGroup stageIds                                        (5 fields)
+ * JOB_END          jobId time successful failureReason jobGroup                        (6 fields)
+ * EXECUTOR_ADDED   executorId host time totalCores source                              (6 fields)
+ * EXECUTOR_REMOVED executorId host time reason                                         (5 fields)
+ * </pre>
+ *
+ * (Field counts include the kind.) Notes on individual fields:
+ *
+ * <ul>
+ *   <li>{@code index} is the task's index inside its task set, {@code partition} the RDD
+ *       partition it computes (they differ for a retried stage that recomputes only some
+ *       partitions); {@code attempt} is {@code TaskInfo.attemptNumber()}.
+ *   <li>{@code speculative} is {@code TaskInfo.speculative()}: true for the extra copy launched by
+ *       {@code spark.speculation}.
+ *   <li>{@code successful} on TASK_END is true iff the end reason is {@code Success}. {@code
+ *       reasonKind} is the simple class name of the {@code TaskEndReason} ({@code Success}, {@code
+ *       ExceptionFailure}, {@code ExecutorLostFailure}, {@code TaskKilled}, {@code FetchFailed},
+ *       {@code Resubmitted}, {@code TaskResultLost}, {@code TaskCommitDenied}, {@code
+ *       UnknownReason}, ...); {@code reason} is {@code \N} on success, otherwise a short message
+ *       (for {@code ExceptionFailure}: exception class name, ": ", message; for the others {@code
+ *       TaskFailedReason.toErrorString()}). {@code Resubmitted} ends refer to a task that had
+ *       succeeded earlier and whose shuffle output was lost with its executor.
+ *   <li>{@code taskType} is {@code ResultTask} or {@code ShuffleMapTask}.
+ *   <li>{@code jobGroup} is the job property {@code spark.jobGroup.id} of the job that submitted
+ *       the stage ({@code \N} if none). For task records it is looked up from the stage id, so it
+ *       is the group of the latest job that included the stage.
+ *   <li>{@code submissionTime} / {@code completionTime} are {@code \N} when Spark has none (a
+ *       stage skipped because its shuffle output already exists is never submitted).
+ *   <li>{@code successful} on STAGE_COMPLETED is true iff {@code StageInfo.failureReason()} is
+ *       empty.
+ *   <li>{@code source} on EXECUTOR_ADDED is {@code live} for a listener event and {@code snapshot}
+ *       for executors that were already registered when {@link #install} attached the recorder
+ *       (their {@code time} is the registration time recorded by Spark's status store, their
+ *       {@code host} the executor's block-manager host).
+ *   <li>{@code host} on EXECUTOR_REMOVED is the host last seen in an EXECUTOR_ADDED record for
+ *       that executor, {@code \N} if unknown.
+ * </ul>
+ *
+ * <h2>Buffering</h2>
+ *
+ * Records go to a bounded buffer ({@value #DEFAULT_CAPACITY} records by default, override with
+ * the Spark conf key {@value #CAPACITY_CONF}); when it is full the oldest record is dropped and
+ * counted in {@link #dropped()}. Events that Spark's own listener bus drops (its shared queue
+ * overflowing) never reach this recorder at all.
+ *
+ * <h2>Spark APIs used</h2>
+ *
+ * The listener callbacks use only public developer API. {@link #install} additionally uses three
+ * members that are {@code private[spark]} in Scala but public in bytecode: {@code
+ * SparkContext.listenerBus().listeners()} (to adopt a recorder registered by {@code
+ * spark.extraListeners}), {@code SparkContext.statusStore().executorList(true)} (the executor
+ * snapshot) and {@code Utils.localHostName()}. The jar is compiled against the exact Spark jars
+ * of the installed pyspark, so a change there fails the build rather than a run.
+ */
+public class EventRecorder extends SparkListener {
+  /** Version of the line format above; bump it on any change. */
+  public static final int FORMAT_VERSION = 1;
+
+  public static final int DEFAULT_CAPACITY = 1_000_000;
+  public static final String CAPACITY_CONF = "spark.dstream.shim.capacity";
+  public static final int MAX_REASON_CHARS = 1000;
+
+  static final String JOB_GROUP_PROPERTY = "spark.jobGroup.id";
+  static final String NULL = "\\N";
+
+  /** Bound on remembered stage/job/executor ids, so a long-running stream does not leak. */
+  private static final int MAX_TRACKED_IDS = 100_000;
+
+  private static final Map<SparkContext, EventRecorder> INSTALLED = new WeakHashMap<>();
+
+  private final EventBuffer buffer;
+  private final Object lock = new Object();
+  private final Map<Integer, String> stageGroups = boundedMap();
+  private final Map<Integer, String> jobGroups = boundedMap();
+  private final Map<String, String> executorHosts = boundedMap();
+  private final Set<String> removedExecutors = Collections.newSetFromMap(boundedMap());
+
+  /** Creates a recorder with the default capacity (not registered with any SparkContext). */
+  public EventRecorder() {
+    this(DEFAULT_CAPACITY);
+  }
+
+  /** Creates a recorder holding at most {@code capacity} undrained records. */
+  public EventRecorder(int capacity) {
+    this.buffer = new EventBuffer(capacity);
+  }
+
+  /**
+   * The constructor Spark uses when the class is listed in {@code spark.extraListeners}; the
+   * recorder then sees every event from the start of the application, and {@link #install}
+   * returns it instead of registering a second one.
+   */
+  public EventRecorder(SparkConf conf) {
+    this(conf.getInt(CAPACITY_CONF, DEFAULT_CAPACITY));
+  }
+
+  /**
+   * Returns the recorder attached to {@code sc}, registering a new one with {@link
+   * SparkContext#addSparkListener} on the first call. Idempotent per SparkContext (and per
+   * class loader that loaded this class). When it registers a new recorder, it also emits an
+   * EXECUTOR_ADDED record with source {@code snapshot} for every executor that registered before.
+   */
+  public static EventRecorder install(SparkContext sc) {
+    if (sc.isStopped()) {
+      throw new IllegalStateException("SparkContext is stopped");
+    }
+    synchronized (INSTALLED) {
+      EventRecorder recorder = INSTALLED.get(sc);
+      if (recorder == null) {
+        recorder = findRegistered(sc);
+      }
+      if (recorder == null) {
+        recorder = new EventRecorder(sc.getConf().getInt(CAPACITY_CONF, DEFAULT_CAPACITY));
+        sc.addSparkListener(recorder);
+        recorder.recordExecutorSnapshot(sc);
+      }
+      INSTALLED.put(sc, recorder);
+      return recorder;
+    }
+  }
+
+  /** The version of the line format this class writes. */
+  public static int formatVersion() {
+    return FORMAT_VERSION;
+  }
+
+  /** Removes and returns up to {@code max} records, one per line, oldest first. */
+  public String drain(int max) {
+    return buffer.drain(max);
+  }
+
+  /** Records dropped because the buffer was full. */
+  public long dropped() {
+    return buffer.dropped();
+  }
+
+  /** Records waiting to be drained. */
+  public int pending() {
+    return buffer.pending();
+  }
+
+  public int capacity() {
+    return buffer.capacity();
+  }
+
+  // ---------------------------------------------------------------------------------- tasks
+
+  @Override
+  public void onTaskStart(SparkListenerTaskStart event) {
+    TaskInfo info = event.taskInfo();
+    String group;
+    synchronized (lock) {
+      group = stageGroups.get(event.stageId());
+    }
+    buffer.add(
+        new Line("TASK_START")
+            .add(event.stageId())
+            .add(event.stageAttemptId())
+            .add(info.taskId())
+            .add(info.index())
+            .add(info.partitionId())
+            .add(info.attemptNumber())
+            .str(info.executorId())
+            .str(info.host())
+            .add(info.launchTime())
+            .add(info.speculative())
+            .str(group)
+            .toString());
+  }
+
+  @Override
+  public void onTaskEnd(SparkListenerTaskEnd event) {
+    TaskInfo info = event.taskInfo();
+    TaskEndReason reason = event.reason();
+    boolean successful = reason == Success$.MODULE$;
+    String group;
+    synchronized (lock) {
+      group = stageGroups.get(event.stageId());
+    }
+    buffer.add(
+        new Line("TASK_END")
+            .add(event.stageId())
+            .add(event.stageAttemptId())
+            .add(info.taskId())
+            .add(info.index())
+            .add(info.partitionId())
+            .add(info.attemptNumber())
+            .str(info.executorId())
+            .str(info.host())
+            .add(info.launchTime())
+            .add(info.finishTime())
+            .add(info.speculative())
+            .add(successful)
+            .str(reasonKind(reason))
+            .str(successful ? null : shorten(describe(reason)))
+            .str(event.taskType())
+            .str(group)
+            .toString());
+  }
+
+  // --------------------------------------------------------------------------------- stages
+
+  @Override
+  public void onStageSubmitted(SparkListenerStageSubmitted event) {
+    StageInfo stage = event.stageInfo();
+    String group = jobGroup(event.properties());
+    synchronized (lock) {
+      if (group != null) {
+        stageGroups.put(stage.stageId(), group);
+      } else {
+        group = stageGroups.get(stage.stageId());
+      }
+    }
+    buffer.add(
+        new Line("STAGE_SUBMITTED")
+            .add(stage.stageId())
+            .add(stage.attemptNumber())
+            .add(stage.numTasks())
+            .time(stage.submissionTime())
+            .str(group)
+            .str(stage.name())
+            .toString());
+  }
+
+  @Override
+  public void onStageCompleted(SparkListenerStageCompleted event) {
+    StageInfo stage = event.stageInfo();
+    Option<String> failure = stage.failureReason();
+    String group;
+    synchronized (lock) {
+      group = stageGroups.get(stage.stageId());
+    }
+    buffer.add(
+        new Line("STAGE_COMPLETED")
+            .add(stage.stageId())
+            .add(stage.attemptNumber())
+            .add(stage.numTasks())
+            .time(stage.submissionTime())
+            .time(stage.completionTime())
+            .add(failure.isEmpty())
+            .str(failure.isEmpty() ? null : shorten(failure.get()))
+            .str(group)
+            .str(stage.name())
+            .toString());
+  }
+
+  // ----------------------------------------------------------------------------------- jobs
+
+  @Override
+  public void onJobStart(SparkListenerJobStart event) {
+    String group = jobGroup(event.properties());
+    StringBuilder stageIds = new StringBuilder();
+    synchronized (lock) {
+      jobGroups.put(event.jobId(), group);
+      Iterator<StageInfo> it = event.stageInfos().iterator();
+      while (it.hasNext()) {
+        int stageId = it.next().stageId();
+        if (group != null) {
+          stageGroups.put(stageId, group);
+        }
+        if (stageIds.length() > 0) {
+          stageIds.append(',');
+        }
+        stageIds.append(stageId);
+      }
+    }
+    buffer.add(
+        new Line("JOB_START")
+            .add(event.jobId())
+            .add(event.time())
+            .str(group)
+            .raw(stageIds.toString())
+            .toString());
+  }
+
+  @Override
+  public void onJobEnd(SparkListenerJobEnd event) {
+    JobResult result = event.jobResult();
+    boolean successful = !(result instanceof JobFailed);
+    String failure = successful ? null : shorten(String.valueOf(((JobFailed) result).exception()));
+    String group;
+    synchronized (lock) {
+      group = jobGroups.remove(event.jobId());
+    }
+    buffer.add(
+        new Line("JOB_END")
+            .add(event.jobId())
+            .add(event.time())
+            .add(successful)
+            .str(failure)
+            .str(group)
+            .toString());
+  }
+
+  // ------------------------------------------------------------------------------ executors
+
+  @Override
+  public void onExecutorAdded(SparkListenerExecutorAdded event) {
+    String host = event.executorInfo().executorHost();
+    synchronized (lock) {
+      executorHosts.put(event.executorId(), host);
+      removedExecutors.remove(event.executorId());
+      buffer.add(
+          new Line("EXECUTOR_ADDED")
+              .str(event.executorId())
+              .str(host)
+              .add(event.time())
+              .add(event.executorInfo().totalCores())
+              .str("live")
+              .toString());
+    }
+  }
+
+  @Override
+  public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
+    synchronized (lock) {
+      String host = executorHosts.remove(event.executorId());
+      removedExecutors.add(event.executorId());
+      buffer.add(
+          new Line("EXECUTOR_REMOVED")
+              .str(event.executorId())
+              .str(host)
+              .add(event.time())
+              .str(shorten(event.reason()))
+              .toString());
+    }
+  }
+
+  /**
+   * Emits EXECUTOR_ADDED (source {@code snapshot}) for executors that are active in Spark's status
+   * store but that this recorder has not seen come or go. Runs under {@link #lock} after the
+   * listener is registered, so a removal that races with it is either seen first (and the
+   * executor skipped) or recorded after the snapshot line: the stream never resurrects an
+   * executor. The driver's own entry is an executor only in local mode, as in Spark's events.
+   */
+  private void recordExecutorSnapshot(SparkContext sc) {
+    scala.collection.immutable.Seq<ExecutorSummary> active = sc.statusStore().executorList(true);
+    boolean local = sc.isLocal();
+    synchronized (lock) {
+      Iterator<ExecutorSummary> it = active.iterator();
+      while (it.hasNext()) {
+        ExecutorSummary summary = it.next();
+        String id = summary.id();
+        if ((!local && "driver".equals(id))
+            || executorHosts.containsKey(id)
+            || removedExecutors.contains(id)) {
+          continue;
+        }
+        // Spark's own ExecutorAdded for the local-mode driver uses the local host name, while
+        // the status store only has the driver block manager's address (spark.driver.host).
+        String host = local ? Utils.localHostName() : hostOf(summary.hostPort());
+        Date added = summary.addTime();
+        executorHosts.put(id, host);
+        buffer.add(
+            new Line("EXECUTOR_ADDED")
+                .str(id)
+                .str(host)
+                .add(added == null ? System.currentTimeMillis() : added.getTime())
+                .add(summary.totalCores())
+                .str("snapshot")
+                .toString());
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------- helpers
+
+  private static EventRecorder findRegistered(SparkContext sc) {
+    // A recorder registered through spark.extraListeners (same class, same loader).
+    for (SparkListenerInterface listener : sc.listenerBus().listeners()) {
+      if (listener instanceof EventRecorder) {
+        return (EventRecorder) listener;
+      }
+    }
+    return null;
+  }
+
+  static String jobGroup(Properties properties) {
+    return properties == null ? null : properties.getProperty(JOB_GROUP_PROPERTY);
+  }
+
+  static String reasonKind(TaskEndReason reason) {
+    if (reason == null) {
+      return "UnknownReason";
+    }
+    String name = reason.getClass().getSimpleName();
+    return name.endsWith("$") ? name.substring(0, name.length() - 1) : name;
+  }
+
+  static String describe(TaskEndReason reason) {
+    if (reason instanceof ExceptionFailure) {
+      ExceptionFailure failure = (ExceptionFailure) reason;
+      return failure.className() + ": " + failure.description();
+    }
+    if (reason instanceof TaskFailedReason) {
+      return ((TaskFailedReason) reason).toErrorString();
+    }
+    return String.valueOf(reason);
+  }
+
+  /** Keeps the head and the tail (where Python tracebacks put the exception) of long text. */
+  static String shorten(String text) {
+    if (text == null || text.length() <= MAX_REASON_CHARS) {
+      return text;
+    }
+    int head = MAX_REASON_CHARS / 5;
+    String marker = " ... [" + (text.length() - MAX_REASON_CHARS) + " chars elided] ... ";
+    int tail = MAX_REASON_CHARS - head - marker.length();
+    return text.substring(0, head) + marker + text.substring(text.length() - tail);
+  }
+
+  static String hostOf(String hostPort) {
+    if (hostPort == null) {
+      return null;
+    }
+    int colon = hostPort.lastIndexOf(':');
+    return colon > 0 ? hostPort.substring(0, colon) : hostPort;
+  }
+
+  static String escape(String value) {
+    if (value == null) {
+      return NULL;
+    }
+    StringBuilder out = null;
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      String rep;
+      switch (c) {
+        case '\\':
+          rep = "\\\\";
+          break;
+        case '\t':
+          rep = "\\t";
+          break;
+        case '\n':
+          rep = "\\n";
+          break;
+        case '\r':
+          rep = "\\r";
+          break;
+        default:
+          rep = null;
+      }
+      if (rep != null && out == null) {
+        out = new StringBuilder(value.length() + 16).append(value, 0, i);
+      }
+      if (out != null) {
+        if (rep != null) {
+          out.append(rep);
+        } else {
+          out.append(c);
+        }
+      }
+    }
+    return out == null ? value : out.toString();
+  }
+
+  private static <K, V> Map<K, V> boundedMap() {
+    return new LinkedHashMap<K, V>(64, 0.75f, false) {
+      private static final long serialVersionUID = 1L;
+
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<K, V> eldest) {
+        return size() > MAX_TRACKED_IDS;
+      }
+    };
+  }
+
+  /** Builds one record: kind, then TAB-separated fields. */
+  private static final class Line {
+    private final StringBuilder sb = new StringBuilder(128);
+
+    Line(String kind) {
+      sb.append(kind);
+    }
+
+    Line add(long value) {
+      sb.append('\t').append(value);
+      return this;
+    }
+
+    Line add(boolean value) {
+      sb.append('\t').append(value);
+      return this;
+    }
+
+    Line str(String value) {
+      sb.append('\t').append(escape(value));
+      return this;
+    }
+
+    /** A field known to contain no TAB/LF/CR/backslash. */
+    Line raw(String value) {
+      sb.append('\t').append(value);
+      return this;
+    }
+
+    Line time(Option<Object> value) {
+      if (value.isEmpty()) {
+        sb.append('\t').append(NULL);
+      } else {
+        sb.append('\t').append(((Number) value.get()).longValue());
+      }
+      return this;
+    }
+
+    @Override
+    public String toString() {
+      return sb.toString();
+    }
+  }
+}
