@@ -1,0 +1,30 @@
+"""One real HDFS mini cluster (2 DataNodes, replication 2, WebHDFS) for the whole session.
+
+Every test in this directory gets the ``hdfs`` marker, so ``pytest -m "not hdfs"`` skips
+them. They need the JVM side built (``make minicluster``); without it the fixture fails with
+the command to build it rather than skipping silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dstream.testing.hdfs import MiniHdfsCluster
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A conftest hook sees the whole session's items: mark only the ones under this directory.
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.hdfs)
+
+
+@pytest.fixture(scope="session")
+def hdfs_cluster() -> Iterator[MiniHdfsCluster]:
+    with MiniHdfsCluster(datanodes=2, replication=2) as cluster:
+        yield cluster
