@@ -11,6 +11,8 @@ program written for pyspark.streaming runs here by changing its imports.
 from __future__ import annotations
 
 import itertools
+import shutil
+import tempfile
 import threading
 import time as _time
 from collections.abc import Callable, Iterable
@@ -77,6 +79,7 @@ class StreamingContext:
         self._error: StreamingJobError | None = None
         self._scheduler: JobScheduler | None = None
         self.checkpoint_directory: str | None = None
+        self._temp_storage: str | None = None
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -252,6 +255,10 @@ class StreamingContext:
                 )
             self._graph.validate()
             check_picklable(self._graph.user_functions())
+            if any(s.needs_storage for s in self._graph.streams):
+                root = self._storage_root()
+                for stream in self._graph.streams:
+                    stream.prepare_storage(root)
             now = self.clock.now()
             first = now.floor(self.batch_duration) + self.batch_duration
             self._graph.start(first - self.batch_duration)
@@ -266,7 +273,7 @@ class StreamingContext:
                 settings=self.settings,
                 bus=self._bus,
                 on_error=self._report_error,
-                group_prefix=f"dstream-{self._sc.applicationId}-{self._id}",
+                group_prefix=self.job_group_prefix,
             )
             self._scheduler.start(first)
             self._state = "active"
@@ -286,8 +293,33 @@ class StreamingContext:
             self._bus.stop()
         with self._state_lock:
             self._state_lock.notify_all()
+        if self._temp_storage is not None:
+            shutil.rmtree(self._temp_storage, ignore_errors=True)
+            self._temp_storage = None
         if stopSparkContext and was != "stopped":
             self._sc.stop()
+
+    @property
+    def job_group_prefix(self) -> str:
+        """Spark job groups of this context's jobs start with this."""
+        return f"dstream-{self._sc.applicationId}-{self._id}"
+
+    def _storage_root(self) -> str:
+        """Where streams keep their own files: the checkpoint directory, or, when none is set
+        and every executor shares this machine's file system (local masters), a temporary
+        directory removed at stop()."""
+        if self.checkpoint_directory is not None:
+            return self.checkpoint_directory
+        master = self._sc.master or ""
+        if not master.startswith("local"):
+            raise ValueError(
+                f"track() keeps state snapshots that every executor reads, and master {master!r} "
+                "runs executors on other machines; call ssc.checkpoint(directory) with a "
+                "directory they all reach before start()"
+            )
+        if self._temp_storage is None:
+            self._temp_storage = tempfile.mkdtemp(prefix="dstream-state-")
+        return self._temp_storage
 
     def _report_error(self, error: StreamingJobError) -> None:
         with self._state_lock:

@@ -158,7 +158,37 @@ class DStreamCore(Generic[T]):
                 if self.storage_level is not None:
                     rdd.unpersist(blocking=False)
 
+    # ---- hooks for stateful streams ---------------------------------------------------------
+    # A state stream carries data from one interval to the next (windows with an inverse,
+    # updateStateByKey, track); it is checkpointed by default.
+    is_state: bool = False
+    # A stream that keeps files of its own (track()'s snapshots) needs a storage directory.
+    needs_storage: bool = False
+
+    def default_checkpoint_interval(self) -> Duration:
+        """The smallest multiple of the slide that is at least 10 s."""
+        slide = self.slide_duration.ms
+        return Duration(max(1, -(-10_000 // slide)) * slide)
+
+    def prepare_storage(self, root: str) -> None:
+        """Called at start with the directory this stream may keep files under."""
+
+    def on_batch_completed(self, time: Time) -> None:
+        """Called by the scheduler after every job of batch ``time`` finished."""
+
     # ---- user-visible mechanism -----------------------------------------------------------
+    def checkpoint(self, interval: object) -> DStreamCore[T]:
+        """Checkpoint this stream's RDDs every ``interval`` (a multiple of its slide)."""
+        self._ssc._check_can_add("checkpoint")
+        duration = to_duration(interval, "checkpoint interval")
+        if not duration.is_multiple_of(self.slide_duration):
+            raise ValueError(
+                f"checkpoint interval {duration} of {self.label} must be a multiple of its "
+                f"slide {self.slide_duration}"
+            )
+        self.checkpoint_interval = duration
+        return self
+
     def cache(self) -> DStreamCore[T]:
         """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
         from pyspark import StorageLevel

@@ -89,6 +89,13 @@ class DStreamGraph:
                     jobs.append(job)
         return jobs
 
+    def batch_completed(self, time: Time) -> None:
+        """Every job of ``time`` finished: let streams react (checkpoints), then forget what
+        no window or query needs any more."""
+        for stream in self.streams:
+            stream.on_batch_completed(time)
+        self.clear_metadata(time)
+
     def clear_metadata(self, time: Time) -> None:
         with self.lock:
             for stream in self.streams:

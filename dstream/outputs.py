@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.functions import positional_arity
-from dstream.operators.keyed import KeyedOps
+from dstream.operators.stateful import StateOps
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.output import commit_interval, interval_path
 from dstream.time import Time
@@ -20,7 +20,7 @@ T = TypeVar("T")
 __all__ = ["OutputOps"]
 
 
-class OutputOps(KeyedOps[T]):
+class OutputOps(StateOps[T]):
     def foreachRDD(self, func: Callable[..., None]) -> None:
         """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every interval.
 

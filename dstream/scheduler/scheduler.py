@@ -251,7 +251,7 @@ class JobScheduler:
             input_records=records,
             output_operations=tuple(batch.outputs[i] for i in sorted(batch.outputs)),
         )
-        self._graph.clear_metadata(batch.time)
+        self._graph.batch_completed(batch.time)
         self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info))
         with self._done:
             del self._batches[batch.time]

@@ -1,0 +1,74 @@
+"""What the demo applications share: command-line options, the SparkContext, the source."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from pyspark import SparkConf, SparkContext
+
+from dstream import DStream, StreamingContext, StreamingListener
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawTextHelpFormatter
+    )
+    p.add_argument("--source", choices=["rate", "files"], default="rate")
+    p.add_argument("--rate", type=int, default=2000, help="records per second (rate source)")
+    p.add_argument("--dir", help="directory whose new text files are read (files source)")
+    p.add_argument("--batch", default="1s", help="batch interval, e.g. 500ms, 1s")
+    p.add_argument("--window", default="30s", help="window length, e.g. 30s")
+    p.add_argument("--seconds", type=float, default=20, help="how long to run")
+    p.add_argument("--checkpoint", help="checkpoint directory (local path or hdfs://...)")
+    # Environment variables are read here, at the command-line edge, and nowhere else.
+    p.add_argument("--master", default=os.environ.get("DSTREAM_MASTER", "local[2]"))
+    p.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    return p
+
+
+def spark(args: argparse.Namespace, name: str) -> SparkContext:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = (
+        SparkConf()
+        .setMaster(args.master)
+        .setAppName(name)
+        .set("spark.ui.showConsoleProgress", "false")
+    )
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def source(ssc: StreamingContext, args: argparse.Namespace) -> DStream[str]:
+    if args.source == "files":
+        if not args.dir:
+            raise SystemExit("--source files needs --dir DIRECTORY")
+        return ssc.textFileStream(args.dir)
+    return ssc.rateStream(args.rate)
+
+
+class Progress(StreamingListener):
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        info = batchCompleted.batchInfo()
+        print(
+            f"    batch {info.batchTime().ms} ms: {info.numRecords()} records, "
+            f"processing {info.processingDelay()} ms, total delay {info.totalDelay()} ms",
+            flush=True,
+        )
+
+
+def run(ssc: StreamingContext, args: argparse.Namespace) -> int:
+    if args.checkpoint:
+        ssc.checkpoint(args.checkpoint)
+    if not args.quiet:
+        ssc.addStreamingListener(Progress())
+    ssc.start()
+    try:
+        ssc.awaitTerminationOrTimeout(args.seconds)
+    finally:
+        ssc.stop(stopSparkContext=True, stopGraceFully=True)
+    print("stopped cleanly", flush=True)
+    return 0

@@ -1,0 +1,95 @@
+"""The state family of DStream methods: ``updateStateByKey`` (PySpark's) and ``track`` (the
+paper's). The stream classes behind them are in :mod:`dstream.operators.state`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dstream.functions import guard
+from dstream.operators.windowed import WindowOps
+from dstream.time import to_duration
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from dstream.dstream import DStream
+    from dstream.operators.state import TrackView
+
+T = TypeVar("T")
+
+__all__ = ["StateOps"]
+
+
+class StateOps(WindowOps[T]):
+    def updateStateByKey(
+        self,
+        updateFunc: Callable[[list[Any], Any], Any],
+        numPartitions: int | None = None,
+        initialRDD: RDD[tuple[Any, Any]] | Iterable[tuple[Any, Any]] | None = None,
+    ) -> DStream[tuple[Any, Any]]:
+        """Carry a state per key across intervals: each interval, every key with a state or
+        new values gets ``updateFunc(new values, previous state or None)``; returning None
+        removes the key. Values reach ``updateFunc`` in input order."""
+        from pyspark import RDD
+
+        from dstream.operators.state import StateDStream, TaggedEvents
+
+        name = "updateStateByKey"
+        uf = self._user(name, updateFunc, "updateFunc")
+        n = self._num_partitions(numPartitions, name)
+        initial = None
+        if initialRDD is not None:
+            rdd = (
+                initialRDD
+                if isinstance(initialRDD, RDD)
+                else self._ssc.sparkContext.parallelize(list(initialRDD))
+            )
+            initial = rdd.partitionBy(n).mapValues(lambda s: s)
+        events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
+        return StateDStream(events, guard(uf.fn, uf.label), initial, [uf])
+
+    def track(
+        self,
+        initialize: Callable[[Any, Any], Any],
+        update: Callable[[Any, Any, Any], Any],
+        timeout: object,
+        numPartitions: int | None = None,
+    ) -> TrackView:
+        """Turn ``(key, event)`` records into ``(key, state)`` (the paper's Sec. 3.3).
+
+        ``initialize(key, event)`` makes the state of a key from its first event;
+        ``update(key, state, event)`` returns the new state, or None to drop the key; a key
+        with no event for ``timeout`` (a multiple of this stream's slide) is dropped.
+        Each interval costs in proportion to the keys that received events or timed out.
+
+        >>> sessions = events.track(
+        ...     lambda key, ev: 1,                                # initialize
+        ...     lambda key, st, ev: None if ev == "exit" else 1,  # update
+        ...     "30s")                                            # timeout
+        ... # doctest: +SKIP
+        >>> counts = sessions.count()  # doctest: +SKIP
+        """
+        from dstream.operators.state import TaggedEvents, TrackDStream, TrackView
+        from dstream.operators.track_logic import TrackFunctions
+
+        name = "track"
+        init_uf = self._user(name, initialize, "initialize")
+        update_uf = self._user(name, update, "update")
+        limit = to_duration(timeout, "track() timeout")
+        slide = self.slide_duration
+        if not limit.is_multiple_of(slide):
+            suggestion = max(1, limit.ms // slide.ms) * slide.ms
+            raise ValueError(
+                f"track() timeout {limit} must be a multiple of the stream's slide {slide}, "
+                f"e.g. {suggestion} ms"
+            )
+        n = self._num_partitions(numPartitions, name)
+        fns = TrackFunctions(
+            guard(init_uf.fn, init_uf.label),
+            guard(update_uf.fn, update_uf.label),
+            limit.ms,
+            self.slide_duration.ms,
+        )
+        events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
+        return TrackView(TrackDStream(events, fns, [init_uf, update_uf]))

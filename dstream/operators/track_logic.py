@@ -1,0 +1,178 @@
+"""``track()``'s state, per partition: a snapshot file plus the changes since it.
+
+The paper's ``track`` turns ``(key, event)`` records into ``(key, state)``. Holding each
+state partition as one dict that every interval reads, copies and writes back would cost
+every interval what *all* keys cost. Here a partition's state at interval t is::
+
+    snapshot(c)  +  delta(t)          (c = the last compaction, at most a few intervals ago)
+
+* the snapshot is an immutable SQLite file (:mod:`dstream.storage.state_table`), written by
+  an asynchronous compaction every checkpoint interval — it is the state's checkpoint;
+* the delta is the one record of the partition's RDD: the keys changed since c, with their
+  new (pickled) state or a removal mark, and their last event time.
+
+An interval's task reads the delta, looks up in the snapshot only the keys that received
+events, asks the snapshot's time index for the keys whose timeout expires now, and writes a
+new delta: its cost follows the active and expiring keys, not the idle ones. After a
+compaction the next delta is rebuilt from the new snapshot and the few intervals since
+(``fold``), never from the previous delta, so lineage stops at the snapshot: recovery after a
+lost worker replays those intervals, in parallel across partitions.
+
+Events of one key within an interval are applied in a fixed order (by their position in the
+input), so a recomputed interval gives exactly the same state.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dstream.storage.state_table import StateTable, write_table
+
+__all__ = ["TrackDelta", "TrackFunctions", "changes", "compact", "count", "fold", "view"]
+
+# One changed key: (pickled state, or None once removed; batch time of its last event;
+# batch time it last changed; whether the snapshot holds the key).
+Entry = tuple[bytes | None, int, int, bool]
+
+
+def key_bytes(key: Any) -> bytes:
+    """The canonical form of a key in snapshots (equal keys of one type pickle equally)."""
+    return pickle.dumps(key, protocol=5)
+
+
+def snapshot_path(directory: str, base_ms: int, partition: int) -> str:
+    return f"{directory}/snapshot-{base_ms}/part-{partition:05d}.sqlite"
+
+
+@dataclass
+class TrackDelta:
+    """The one record of a track() state partition: changes since the snapshot ``base_ms``."""
+
+    partition: int
+    base_ms: int | None
+    base_path: str | None
+    entries: dict[bytes, Entry] = field(default_factory=dict)
+    applied_ms: int | None = None  # the last interval folded in
+
+
+@dataclass(frozen=True)
+class TrackFunctions:
+    initialize: Callable[[Any, Any], Any]
+    update: Callable[[Any, Any, Any], Any]
+    timeout_ms: int
+    slide_ms: int
+
+
+def _apply_interval(
+    delta: TrackDelta,
+    table: StateTable,
+    time_ms: int,
+    events: Iterable[tuple[Any, tuple[tuple[int, int], Any]]],
+    fns: TrackFunctions,
+) -> None:
+    entries = delta.entries
+    # Group this interval's events by key, in input order (the tag is (source partition, seq)).
+    by_key: dict[bytes, tuple[Any, list[tuple[tuple[int, int], Any]]]] = {}
+    for key, tagged in events:
+        kb = key_bytes(key)
+        slot = by_key.get(kb)
+        if slot is None:
+            by_key[kb] = (key, [tagged])
+        else:
+            slot[1].append(tagged)
+    from_table = table.lookup([kb for kb in by_key if kb not in entries])
+    for kb in sorted(by_key):
+        key, tagged_events = by_key[kb]
+        tagged_events.sort(key=lambda te: te[0])
+        if kb in entries:
+            pickled, _, _, in_table = entries[kb]
+        else:
+            row = from_table.get(kb)
+            pickled, in_table = (row[0], True) if row is not None else (None, False)
+        state = pickle.loads(pickled) if pickled is not None else None
+        was_live = state is not None
+        for _, event in tagged_events:
+            state = fns.initialize(key, event) if state is None else fns.update(key, state, event)
+        if state is not None:
+            entries[kb] = (pickle.dumps(state, protocol=5), time_ms, time_ms, in_table)
+        elif was_live:
+            entries[kb] = (None, time_ms, time_ms, in_table)
+        # else: the key neither lived before nor lives now; nothing visible changed.
+    # Timeouts: a key whose last event is at or before `expiry` is dropped now.
+    expiry = time_ms - fns.timeout_ms
+    for kb, (pickled, last, _, in_table) in list(entries.items()):
+        if pickled is not None and last <= expiry:
+            entries[kb] = (None, last, time_ms, in_table)
+    # Keys only in the snapshot whose timeout passes during this interval (the time index
+    # finds exactly those; earlier ones were dropped by earlier intervals).
+    for kb in table.last_between(expiry - fns.slide_ms, expiry):
+        if kb not in entries:
+            entries[kb] = (None, expiry, time_ms, True)
+    delta.applied_ms = time_ms
+
+
+def fold(
+    partition: int,
+    previous: TrackDelta | None,
+    base_ms: int | None,
+    base_path: str | None,
+    intervals: Sequence[tuple[int, Iterable[tuple[Any, tuple[tuple[int, int], Any]]]]],
+    fns: TrackFunctions,
+) -> TrackDelta:
+    """Apply ``intervals`` (batch time, tagged events), in order, on top of ``previous`` — or
+    on top of the snapshot ``base_path`` alone when ``previous`` is None or older than it."""
+    if previous is not None and previous.base_ms == base_ms:
+        delta = TrackDelta(
+            partition, base_ms, base_path, dict(previous.entries), previous.applied_ms
+        )
+    else:
+        delta = TrackDelta(partition, base_ms, base_path)
+    with StateTable(base_path) as table:
+        for time_ms, events in intervals:
+            _apply_interval(delta, table, time_ms, events, fns)
+    return delta
+
+
+def view(delta: TrackDelta) -> Iterator[tuple[Any, Any]]:
+    """Every live ``(key, state)`` of the partition: the delta's, then the snapshot's rest.
+    (This reads the whole partition: it is what a query over all state costs.)"""
+    for kb, (pickled, *_) in delta.entries.items():
+        if pickled is not None:
+            yield pickle.loads(kb), pickle.loads(pickled)
+    with StateTable(delta.base_path) as table:
+        for kb, pickled, _ in table.scan():
+            if kb not in delta.entries:
+                yield pickle.loads(kb), pickle.loads(pickled)
+
+
+def count(delta: TrackDelta) -> int:
+    """Live keys of the partition, from the snapshot's recorded size and the delta alone."""
+    with StateTable(delta.base_path) as table:
+        n = table.count()
+    for pickled, _, _, in_table in delta.entries.values():
+        if pickled is not None and not in_table:
+            n += 1
+        elif pickled is None and in_table:
+            n -= 1
+    return n
+
+
+def changes(delta: TrackDelta) -> Iterator[tuple[Any, Any]]:
+    """``(key, new state)`` for keys changed in the delta's last interval; ``None`` marks a
+    key removed (by ``update`` returning None, or by its timeout)."""
+    for kb, (pickled, _, modified, _) in delta.entries.items():
+        if modified == delta.applied_ms:
+            yield pickle.loads(kb), None if pickled is None else pickle.loads(pickled)
+
+
+def compact(delta: TrackDelta, directory: str) -> tuple[int, str]:
+    """Write the snapshot at the delta's last interval; returns (partition, path)."""
+    if delta.applied_ms is None:
+        raise ValueError(f"partition {delta.partition}: nothing applied, nothing to compact")
+    path = snapshot_path(directory, delta.applied_ms, delta.partition)
+    rows = {kb: (None if p is None else (p, last)) for kb, (p, last, _, _) in delta.entries.items()}
+    write_table(path, delta.base_path, rows)
+    return delta.partition, path

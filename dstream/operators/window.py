@@ -1,0 +1,132 @@
+"""Windows: the records of the last ``windowDuration``, every ``slideDuration``, and the
+incremental reductions over them (the paper's Sec. 3.3, Figure 4).
+
+Without an inverse function (Figure 4a) each interval is reduced once, into a persisted
+partial; a window combines the partials of the intervals it covers — raw records are never
+read again. With an inverse (Figure 4b) the window's value is the previous window's value,
+plus the partials that entered, minus those that left (see :mod:`dstream.windowing` for
+which ones). Partials and window states share one hash partitioner, so these combinations
+are narrow: Spark unions them partition by partition, no shuffle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from dstream.dstream import DStream
+from dstream.functions import UserFunction
+from dstream.operators.state_logic import ENTER, LEAVE, STATE, merge_window
+from dstream.time import Duration, Time
+from dstream.windowing import WindowSpec, entering, leaving, window_times
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+__all__ = ["ReducedWindowedDStream", "WindowedDStream", "co_partitioned_union", "memory_only"]
+
+
+def co_partitioned_union(rdds: list[RDD[Any]]) -> RDD[Any]:
+    """Union that stays narrow (Spark's PartitionerAwareUnionRDD) when every RDD has the same
+    partitioner, and says so to PySpark so a following reduceByKey does not shuffle."""
+    sc = rdds[0].context
+    if len(rdds) == 1:
+        return rdds[0]
+    union = sc.union(rdds)
+    first = rdds[0].partitioner
+    if first is not None and all(r.partitioner == first for r in rdds):
+        union.partitioner = first
+    return union
+
+
+def memory_only() -> Any:
+    from pyspark import StorageLevel
+
+    return StorageLevel.MEMORY_ONLY
+
+
+class WindowedDStream(DStream[Any]):
+    """The union of the parent's RDDs inside each window. The parent is persisted, so each
+    interval's records are computed once however many windows they fall in."""
+
+    def __init__(self, parent: DStream[Any], spec: WindowSpec, *, name: str = "window") -> None:
+        super().__init__(parent._ssc, [parent], name=name)
+        self.spec = spec
+        if parent.storage_level is None:
+            parent.storage_level = memory_only()
+
+    @property
+    def slide_duration(self) -> Duration:
+        return self.spec.slide
+
+    def parent_remember_duration(self) -> Duration | None:
+        return (self.remember_duration or self.spec.slide) + self.spec.window
+
+    def compute(self, time: Time) -> RDD[Any] | None:
+        assert self.zero_time is not None
+        rdds = [
+            r
+            for r in (
+                self._parents[0].get_or_compute(u)
+                for u in window_times(time, self.spec, self.zero_time)
+            )
+            if r is not None
+        ]
+        if not rdds:
+            return self._ssc.sparkContext.emptyRDD()
+        return co_partitioned_union(rdds)
+
+
+class ReducedWindowedDStream(DStream[Any]):
+    """Keyed window state ``(key, (value, intervals contributing))``, kept incrementally with
+    an inverse function. Keys whose contributions have all left the window are dropped."""
+
+    def __init__(
+        self,
+        partials: DStream[Any],
+        func: Callable[[Any, Any], Any],
+        inv_func: Callable[[Any, Any], Any],
+        spec: WindowSpec,
+        user_functions: Iterable[UserFunction],
+    ) -> None:
+        super().__init__(
+            partials._ssc, [partials], name="reduceByKeyAndWindow", user_functions=user_functions
+        )
+        self.spec = spec
+        self._func, self._inv = func, inv_func
+        self.storage_level = memory_only()
+        self.is_state = True
+
+    @property
+    def slide_duration(self) -> Duration:
+        return self.spec.slide
+
+    def parent_remember_duration(self) -> Duration | None:
+        # Leaving partials go back to t - window - slide + parent slide.
+        return (self.remember_duration or self.spec.slide) + self.spec.window + self.spec.slide
+
+    def compute(self, time: Time) -> RDD[Any] | None:
+        assert self.zero_time is not None
+        zero, spec, partials = self.zero_time, self.spec, self._parents[0]
+        previous_time = time - spec.slide
+        previous = self.get_or_compute(previous_time) if previous_time > zero else None
+        tagged: list[RDD[Any]] = []
+        if previous is not None:
+            tagged.append(previous.mapValues(lambda vc: (STATE, vc[0], vc[1])))
+            enter, leave = entering(time, spec, zero), leaving(time, spec, zero)
+        else:
+            enter, leave = window_times(time, spec, zero), []
+        for u in enter:
+            rdd = partials.get_or_compute(u)
+            if rdd is not None:
+                tagged.append(rdd.mapValues(lambda v: (ENTER, v, 1)))
+        for u in leave:
+            rdd = partials.get_or_compute(u)
+            if rdd is not None:
+                tagged.append(rdd.mapValues(lambda v: (LEAVE, v, 1)))
+        if not tagged:
+            return self._ssc.sparkContext.emptyRDD()
+        func, inv = self._func, self._inv
+        return co_partitioned_union(tagged).mapPartitions(
+            lambda it: merge_window(it, func, inv), preservesPartitioning=True
+        )
