@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
     from dstream.dstream import DStream
+    from dstream.operators.partitioned import SectionMarks
     from dstream.scheduler.scheduler import JobScheduler
 
 __all__ = ["StreamingContext"]
@@ -80,6 +81,7 @@ class StreamingContext:
         self._scheduler: JobScheduler | None = None
         self.checkpoint_directory: str | None = None
         self._temp_storage: str | None = None
+        self._section_marks: SectionMarks | None = None
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -298,6 +300,15 @@ class StreamingContext:
             self._temp_storage = None
         if stopSparkContext and was != "stopped":
             self._sc.stop()
+
+    @property
+    def section_marks(self) -> SectionMarks:
+        """Cached one-mark-per-partition RDDs for sectioned unions of keyed state."""
+        if self._section_marks is None:
+            from dstream.operators.partitioned import SectionMarks
+
+            self._section_marks = SectionMarks(self._sc)
+        return self._section_marks
 
     @property
     def job_group_prefix(self) -> str:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
-from dstream.operators.state_logic import NEW, STATE, merge_update_state
+from dstream.operators.partitioned import hash_partitioned, memory_only, sectioned_union
+from dstream.operators.state_logic import merge_update_state, sections
 from dstream.operators.track_logic import (
     TrackDelta,
     TrackFunctions,
@@ -26,7 +27,6 @@ from dstream.operators.track_logic import (
     snapshot_path,
     view,
 )
-from dstream.operators.window import co_partitioned_union, memory_only
 from dstream.storage.filesystem import filesystem_for
 from dstream.time import Duration, Time
 
@@ -45,13 +45,6 @@ def _tag_positions(split: int, records: Iterable[tuple[Any, Any]]) -> Iterator[t
         yield key, ((split, position), value)
 
 
-def _stamp(ms: int) -> Callable[[tuple[Any, Any]], tuple[int, Any, Any]]:
-    def stamp(tagged: tuple[Any, Any]) -> tuple[int, Any, Any]:
-        return ms, tagged[0], tagged[1]
-
-    return stamp
-
-
 class TaggedEvents(DStream[Any]):
     """The parent's pairs of each interval, tagged with their input position and hash
     partitioned into the state's partitions (the one shuffle of a state update)."""
@@ -65,7 +58,7 @@ class TaggedEvents(DStream[Any]):
         rdd = self._parents[0].get_or_compute(time)
         if rdd is None:
             return None
-        return rdd.mapPartitionsWithIndex(_tag_positions).partitionBy(self.num_partitions)
+        return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self.num_partitions)
 
 
 class StateDStream(DStream[Any]):
@@ -82,6 +75,7 @@ class StateDStream(DStream[Any]):
         super().__init__(
             events._ssc, [events], name="updateStateByKey", user_functions=user_functions
         )
+        self.num_partitions = events.num_partitions
         self._update = update_func
         self._initial = initial
         self.storage_level = memory_only()
@@ -93,18 +87,14 @@ class StateDStream(DStream[Any]):
         previous = (
             self.get_or_compute(previous_time) if previous_time > self.zero_time else self._initial
         )
-        parts = []
-        if previous is not None:
-            parts.append(previous.mapValues(lambda s: (STATE, s)))
         events = self._parents[0].get_or_compute(time)
-        if events is not None:
-            parts.append(events.mapValues(lambda p: (NEW, p)))
-        if not parts:
-            return None
+        groups: list[list[RDD[Any]]] = [
+            [] if previous is None else [previous],
+            [] if events is None else [events],
+        ]
         update = self._update
-        return co_partitioned_union(parts).mapPartitions(
-            lambda it: merge_update_state(it, update), preservesPartitioning=True
-        )
+        union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
+        return union.mapPartitions(lambda it: merge_update_state(it, update), True)
 
 
 class TrackDStream(DStream[Any]):
@@ -163,33 +153,25 @@ class TrackDStream(DStream[Any]):
                 base_ms, replay = self._built_on.get(previous_time), [time]
             else:
                 previous = None
-        parts: list[RDD[Any]] = [] if previous is None else [previous]
+        groups: list[list[RDD[Any]]] = [[] if previous is None else [previous]]
         for u in replay:
             rdd = events_stream.get_or_compute(u)
-            if rdd is not None:
-                parts.append(rdd.mapValues(_stamp(u.ms)))
+            groups.append([] if rdd is None else [rdd])
         self._built_on[time] = base_ms
         fns, directory, times = self._fns, self.directory, [u.ms for u in replay]
 
-        def step(split: int, records: Iterable[Any]) -> Iterator[TrackDelta]:
-            previous_delta = None
-            by_time: dict[int, list[tuple[Any, Any]]] = {ms: [] for ms in times}
-            for record in records:
-                if type(record) is TrackDelta:
-                    previous_delta = record
-                else:
-                    key, (ms, tag, event) = record
-                    by_time[ms].append((key, (tag, event)))
-            path = None if base_ms is None else snapshot_path(directory, base_ms, split)
-            yield fold(split, previous_delta, base_ms, path, sorted(by_time.items()), fns)
-
-        if not parts:
-            parts = [
-                self._ssc.sparkContext.parallelize([], self.num_partitions).partitionBy(
-                    self.num_partitions
-                )
+        def step(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
+            parts = sections(records, len(times) + 1)
+            previous_delta = parts[0][0][1] if parts[0] else None
+            intervals = [
+                (ms, [(key, tagged) for key, tagged in events])
+                for ms, events in zip(times, parts[1:], strict=True)
             ]
-        return co_partitioned_union(parts).mapPartitionsWithIndex(step, preservesPartitioning=True)
+            path = None if base_ms is None else snapshot_path(directory, base_ms, split)
+            yield split, fold(split, previous_delta, base_ms, path, intervals, fns)
+
+        union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
+        return union.mapPartitionsWithIndex(step, preservesPartitioning=True)
 
     def clear_metadata(self, time: Time) -> None:
         super().clear_metadata(time)
@@ -232,7 +214,7 @@ class TrackDStream(DStream[Any]):
                 f"{self._ssc.job_group_prefix}-compact-{self.id}-{time.ms}",
                 f"dstream track() snapshot at {time.ms} ms",
             )
-            rdd.map(lambda d: compact(d, directory)).collect()
+            rdd.map(lambda pd: compact(pd[1], directory)).collect()
             with self._lock:
                 if self._snapshot_ms is None or time.ms > self._snapshot_ms:
                     self._snapshot_ms = time.ms
@@ -261,7 +243,7 @@ class TrackView(DStream[Any]):
         deltas = self._parents[0].get_or_compute(time)
         if deltas is None:
             return None
-        return deltas.mapPartitions(lambda it: (kv for d in it for kv in view(d)), True)
+        return deltas.mapPartitions(lambda it: (kv for _, d in it for kv in view(d)), True)
 
     def count(self) -> DStream[int]:
         """Live keys each interval, from the snapshots' recorded sizes and the deltas: costs
@@ -271,7 +253,7 @@ class TrackView(DStream[Any]):
         return TransformedDStream(
             [self.state],
             lambda _t, rdds: (
-                rdds[0].map(lambda d: (None, count(d))).reduceByKey(operator.add, 1).values()
+                rdds[0].map(lambda pd: (None, count(pd[1]))).reduceByKey(operator.add, 1).values()
             ),
             name="count",
         )
@@ -284,7 +266,7 @@ class TrackView(DStream[Any]):
         return TransformedDStream(
             [self.state],
             lambda _t, rdds: rdds[0].mapPartitions(
-                lambda it: (kv for d in it for kv in changes(d)), True
+                lambda it: (kv for _, d in it for kv in changes(d)), True
             ),
             name="changes",
         )

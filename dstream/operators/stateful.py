@@ -33,6 +33,7 @@ class StateOps(WindowOps[T]):
         removes the key. Values reach ``updateFunc`` in input order."""
         from pyspark import RDD
 
+        from dstream.operators.partitioned import hash_partitioned
         from dstream.operators.state import StateDStream, TaggedEvents
 
         name = "updateStateByKey"
@@ -45,7 +46,7 @@ class StateOps(WindowOps[T]):
                 if isinstance(initialRDD, RDD)
                 else self._ssc.sparkContext.parallelize(list(initialRDD))
             )
-            initial = rdd.partitionBy(n).mapValues(lambda s: s)
+            initial = hash_partitioned(rdd, n)
         events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
         return StateDStream(events, guard(uf.fn, uf.label), initial, [uf])
 

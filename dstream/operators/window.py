@@ -16,33 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
-from dstream.operators.state_logic import ENTER, LEAVE, STATE, merge_window
+from dstream.operators.partitioned import co_partitioned_union, memory_only, sectioned_union
+from dstream.operators.state_logic import merge_window
 from dstream.time import Duration, Time
 from dstream.windowing import WindowSpec, entering, leaving, window_times
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
-__all__ = ["ReducedWindowedDStream", "WindowedDStream", "co_partitioned_union", "memory_only"]
-
-
-def co_partitioned_union(rdds: list[RDD[Any]]) -> RDD[Any]:
-    """Union that stays narrow (Spark's PartitionerAwareUnionRDD) when every RDD has the same
-    partitioner, and says so to PySpark so a following reduceByKey does not shuffle."""
-    sc = rdds[0].context
-    if len(rdds) == 1:
-        return rdds[0]
-    union = sc.union(rdds)
-    first = rdds[0].partitioner
-    if first is not None and all(r.partitioner == first for r in rdds):
-        union.partitioner = first
-    return union
-
-
-def memory_only() -> Any:
-    from pyspark import StorageLevel
-
-    return StorageLevel.MEMORY_ONLY
+__all__ = ["ReducedWindowedDStream", "WindowedDStream"]
 
 
 class WindowedDStream(DStream[Any]):
@@ -87,12 +69,14 @@ class ReducedWindowedDStream(DStream[Any]):
         func: Callable[[Any, Any], Any],
         inv_func: Callable[[Any, Any], Any],
         spec: WindowSpec,
+        num_partitions: int,
         user_functions: Iterable[UserFunction],
     ) -> None:
         super().__init__(
             partials._ssc, [partials], name="reduceByKeyAndWindow", user_functions=user_functions
         )
         self.spec = spec
+        self.num_partitions = num_partitions
         self._func, self._inv = func, inv_func
         self.storage_level = memory_only()
         self.is_state = True
@@ -110,23 +94,15 @@ class ReducedWindowedDStream(DStream[Any]):
         zero, spec, partials = self.zero_time, self.spec, self._parents[0]
         previous_time = time - spec.slide
         previous = self.get_or_compute(previous_time) if previous_time > zero else None
-        tagged: list[RDD[Any]] = []
         if previous is not None:
-            tagged.append(previous.mapValues(lambda vc: (STATE, vc[0], vc[1])))
             enter, leave = entering(time, spec, zero), leaving(time, spec, zero)
         else:
             enter, leave = window_times(time, spec, zero), []
-        for u in enter:
-            rdd = partials.get_or_compute(u)
-            if rdd is not None:
-                tagged.append(rdd.mapValues(lambda v: (ENTER, v, 1)))
-        for u in leave:
-            rdd = partials.get_or_compute(u)
-            if rdd is not None:
-                tagged.append(rdd.mapValues(lambda v: (LEAVE, v, 1)))
-        if not tagged:
-            return self._ssc.sparkContext.emptyRDD()
+        groups: list[list[RDD[Any]]] = [
+            [] if previous is None else [previous],
+            [r for r in (partials.get_or_compute(u) for u in enter) if r is not None],
+            [r for r in (partials.get_or_compute(u) for u in leave) if r is not None],
+        ]
         func, inv = self._func, self._inv
-        return co_partitioned_union(tagged).mapPartitions(
-            lambda it: merge_window(it, func, inv), preservesPartitioning=True
-        )
+        union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
+        return union.mapPartitions(lambda it: merge_window(it, func, inv), True)

@@ -47,11 +47,8 @@ class WindowOps(KeyedOps[T]):
         A key with no contribution left in the window is dropped by the engine. ``filterFunc``
         filters the output pairs.
         """
-        from dstream.operators.window import (
-            ReducedWindowedDStream,
-            WindowedDStream,
-            memory_only,
-        )
+        from dstream.operators.partitioned import memory_only
+        from dstream.operators.window import ReducedWindowedDStream, WindowedDStream
 
         name = "reduceByKeyAndWindow"
         spec = window_spec(name, windowDuration, slideDuration, self.slide_duration)
@@ -69,7 +66,9 @@ class WindowOps(KeyedOps[T]):
         else:
             inv_uf = self._user(name, invFunc, "invFunc")
             ufs.append(inv_uf)
-            state = ReducedWindowedDStream(partials, g, guard(inv_uf.fn, inv_uf.label), spec, ufs)
+            state = ReducedWindowedDStream(
+                partials, g, guard(inv_uf.fn, inv_uf.label), spec, n, ufs
+            )
             result = state._rdd_op(name, lambda rdd: rdd.mapValues(operator.itemgetter(0)))
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
