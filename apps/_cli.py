@@ -7,9 +7,10 @@ import os
 import sys
 from typing import Any
 
-from pyspark import SparkConf, SparkContext
+from pyspark import SparkContext
 
 from dstream import DStream, StreamingContext, StreamingListener
+from dstream.sparkconf import recommended_conf
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -31,13 +32,7 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 def spark(args: argparse.Namespace, name: str) -> SparkContext:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = (
-        SparkConf()
-        .setMaster(args.master)
-        .setAppName(name)
-        .set("spark.ui.showConsoleProgress", "false")
-    )
-    sc = SparkContext(conf=conf)
+    sc = SparkContext(conf=recommended_conf(args.master, name))
     sc.setLogLevel("ERROR")
     return sc
 

@@ -24,7 +24,11 @@ from dstream.functions import UserFunction, call_site, check_callable, check_pic
 from dstream.functions import positional_arity as _arity
 from dstream.graph import DStreamGraph
 from dstream.listener import ListenerBus, StreamingListener, StreamingListenerStreamingStarted
+from dstream.operators.checkpointed import StateStream
+from dstream.recovery import resume_time
+from dstream.scheduler.checkpointer import Checkpointer
 from dstream.settings import StreamingSettings
+from dstream.storage.journal import CheckpointDirectoryError
 from dstream.time import Duration, Time, to_duration
 
 if TYPE_CHECKING:
@@ -32,7 +36,9 @@ if TYPE_CHECKING:
 
     from dstream.dstream import DStream
     from dstream.operators.partitioned import SectionMarks
+    from dstream.recovery import JournalWriter
     from dstream.scheduler.scheduler import JobScheduler
+    from dstream.storage.journal import MetadataJournal
 
 __all__ = ["StreamingContext"]
 
@@ -82,6 +88,10 @@ class StreamingContext:
         self.checkpoint_directory: str | None = None
         self._temp_storage: str | None = None
         self._section_marks: SectionMarks | None = None
+        self._checkpointer: Checkpointer | None = None
+        self._journal: MetadataJournal | None = None
+        self._journal_writer: JournalWriter | None = None
+        self._restored_from: dict[str, Any] | None = None
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -257,13 +267,25 @@ class StreamingContext:
                 )
             self._graph.validate()
             check_picklable(self._graph.user_functions())
+            self._check_max_history()
             if any(s.needs_storage for s in self._graph.streams):
                 root = self._storage_root()
                 for stream in self._graph.streams:
                     stream.prepare_storage(root)
             now = self.clock.now()
-            first = now.floor(self.batch_duration) + self.batch_duration
-            self._graph.start(first - self.batch_duration)
+            if self._restored_from is not None:
+                zero, first = resume_time(self._restored_from)
+            else:
+                first = now.floor(self.batch_duration) + self.batch_duration
+                zero = first - self.batch_duration
+            self._graph.start(zero)
+            if self.checkpoint_directory is not None:
+                self._open_journal()
+            if any(s.is_state for s in self._graph.streams):
+                self._checkpointer = Checkpointer(
+                    self._sc, self.job_group_prefix, self._checkpoint_written
+                )
+                self._checkpointer.start()
             self._bus.start()
             self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
             for source in self._graph.inputs:
@@ -276,9 +298,152 @@ class StreamingContext:
                 bus=self._bus,
                 on_error=self._report_error,
                 group_prefix=self.job_group_prefix,
+                on_generated=self._batch_generated,
+                on_completed=self._batch_completed,
             )
             self._scheduler.start(first)
             self._state = "active"
+
+    # ---- checkpoints and the metadata journal -----------------------------------------------
+    def _check_max_history(self) -> None:
+        limit = self.settings.max_history
+        if limit is None:
+            return
+        for stream in self._graph.streams:
+            if stream.is_state and limit <= stream.checkpoint_interval_or_default():
+                raise ValueError(
+                    f"settings.max_history {limit} must be longer than the checkpoint interval "
+                    f"{stream.checkpoint_interval_or_default()} of {stream.label}: state older "
+                    "than its last checkpoint must still be there to be recomputed"
+                )
+
+    def _open_journal(self) -> None:
+        from dstream.recovery import JournalWriter
+        from dstream.storage.filesystem import filesystem_for
+        from dstream.storage.journal import MetadataJournal
+
+        assert self.checkpoint_directory is not None
+        journal = self._journal
+        if journal is None:
+            fs = filesystem_for(self.checkpoint_directory, self._sc)
+            journal = MetadataJournal(fs, self.checkpoint_directory)
+            journal.check_directory(create=True)
+            if journal.read_latest() is not None:
+                raise CheckpointDirectoryError(
+                    f"checkpoint directory {self.checkpoint_directory} already holds the metadata "
+                    "of a streaming program; resume it with StreamingContext.getOrCreate("
+                    f"{self.checkpoint_directory!r}, setup), or choose a new directory"
+                )
+        journal.delete_stale_temporaries()
+        self._journal = journal
+        self._journal_writer = JournalWriter(self, journal)
+
+    def _batch_generated(self, time: Time, pending: list[Time], completed: Time | None) -> None:
+        if self._journal_writer is not None:
+            self._journal_writer.write(time, completed, pending)
+
+    def _batch_completed(self, time: Time, pending: list[Time], completed: Time | None) -> None:
+        writer = self._journal_writer
+        if writer is not None:
+            writer.write(
+                self._scheduler.last_generated if self._scheduler else time, completed, pending
+            )
+        self._delete_unused_checkpoints()
+
+    def _checkpoint_written(self, stream: StateStream, time: Time) -> None:
+        """A state checkpoint is complete: record it before anything older is deleted."""
+        if self._journal_writer is not None and self._scheduler is not None:
+            sched = self._scheduler
+            self._journal_writer.write(sched.last_generated, sched.completed_upto, sched.pending())
+
+    def _delete_unused_checkpoints(self) -> None:
+        writer = self._journal_writer
+        for stream in self._graph.streams:
+            if isinstance(stream, StateStream):
+                keep = writer.protected_checkpoints(stream.id) if writer is not None else set()
+                stream.delete_unused_checkpoints(keep)
+
+    @property
+    def checkpointer(self) -> Checkpointer:
+        if self._checkpointer is None:
+            raise ContextStateError("the checkpointer runs once a program with state is started")
+        return self._checkpointer
+
+    @property
+    def restored(self) -> bool:
+        """Whether this context was rebuilt from a metadata record by getOrCreate()."""
+        return self._restored_from is not None
+
+    @classmethod
+    def getOrCreate(
+        cls,
+        checkpointPath: str,
+        setupFunc: Callable[[], StreamingContext],
+        sparkContext: SparkContext | None = None,
+        *,
+        rebuildGraph: bool = False,
+        clock: Clock | None = None,
+        settings: StreamingSettings | None = None,
+    ) -> StreamingContext:
+        """Resume the program whose metadata is in ``checkpointPath``, or create it with
+        ``setupFunc()`` when there is none.
+
+        A resumed program rebuilds its state from the last checkpoints, recomputes the
+        intervals since them from durable input, runs every interval missed while the driver
+        was down, and goes on. By default the saved program (graph and functions) runs; with
+        ``rebuildGraph=True`` the program ``setupFunc()`` defines now runs instead, and the
+        saved state is bound to its streams by name (``setName()``, or the operator and its
+        rank), after checking that each is compatible.
+        """
+        from pyspark import SparkConf, SparkContext
+
+        from dstream.recovery import read_record, restore_into
+        from dstream.storage.filesystem import filesystem_for
+        from dstream.storage.journal import MetadataJournal
+
+        check_callable(setupFunc, "getOrCreate", "setupFunc")
+        sc = sparkContext or SparkContext._active_spark_context
+        if sc is None and "://" in checkpointPath and not checkpointPath.startswith("file:"):
+            sc = SparkContext(conf=SparkConf())
+        journal = MetadataJournal(filesystem_for(checkpointPath, sc), checkpointPath)
+        journal.check_directory(create=False)
+        latest = journal.read_latest()
+        if latest is None:
+            ssc = setupFunc()
+            if not isinstance(ssc, StreamingContext):
+                raise TypeError(
+                    f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
+                )
+            ssc._bind_checkpoint(checkpointPath)
+            return ssc
+        record = read_record(latest.payload)
+        if rebuildGraph:
+            ssc = setupFunc()
+            if not isinstance(ssc, StreamingContext):
+                raise TypeError(
+                    f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
+                )
+            ssc._bind_checkpoint(checkpointPath)
+        else:
+            if sc is None:
+                spark = record["spark"]
+                sc = SparkContext(
+                    conf=SparkConf().setMaster(spark["master"]).setAppName(spark["app"])
+                )
+            ssc = cls(sc, Duration(record["batch_ms"]), clock=clock, settings=settings)
+            ssc.checkpoint_directory = checkpointPath
+        restore_into(ssc, record, rebuild_graph=rebuildGraph)
+        ssc._journal = journal
+        return ssc
+
+    def _bind_checkpoint(self, path: str) -> None:
+        if self.checkpoint_directory is None:
+            self.checkpoint_directory = path
+        elif self.checkpoint_directory.rstrip("/") != path.rstrip("/"):
+            raise ValueError(
+                f"setupFunc set the checkpoint directory {self.checkpoint_directory}, but "
+                f"getOrCreate was given {path}; use the same directory in both"
+            )
 
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
         """Stop generating batches. With ``stopGraceFully`` the batches already generated are
@@ -290,6 +455,8 @@ class StreamingContext:
         if was == "active":
             assert self._scheduler is not None
             self._scheduler.stop(graceful=bool(stopGraceFully))
+            if self._checkpointer is not None:
+                self._checkpointer.stop(graceful=bool(stopGraceFully))
             for source in self._graph.inputs:
                 source.stop()
             self._bus.stop()

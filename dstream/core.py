@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site
@@ -55,15 +55,50 @@ class DStreamCore(Generic[T]):
         self.name = name
         self.site = call_site()
         self.user_functions: tuple[UserFunction, ...] = tuple(user_functions)
-        # RDD of each interval this stream has produced and still remembers.
-        self.generated: dict[Time, RDD[Any]] = {}
         self.zero_time: Time | None = None
         self.remember_duration: Duration | None = None
         self.storage_level: StorageLevel | None = None
         self.checkpoint_interval: Duration | None = None
+        self.stream_name: str | None = None
         self.id = ssc._graph.register(self)
+        self._init_transient()
         # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
         self._lock: threading.RLock = ssc._graph.lock
+
+    # Fields that live only in one driver process: not saved with the graph for recovery,
+    # rebuilt by _init_transient() (subclasses add theirs).
+    _transient: ClassVar[tuple[str, ...]] = ("generated", "_lock")
+
+    def _init_transient(self) -> None:
+        # RDD of each interval this stream has produced and still remembers.
+        self.generated: dict[Time, RDD[Any]] = {}
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        skip: set[str] = set()
+        for cls in type(self).__mro__:
+            skip.update(cls.__dict__.get("_transient", ()))
+        return {k: v for k, v in self.__dict__.items() if k not in skip}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_transient()
+
+    # ---- what the metadata journal keeps of a stream, every interval --------------------------
+    def journal_state(self) -> dict[str, Any] | None:
+        """What a restarted driver needs of this stream beyond its definition (None: nothing)."""
+        return None
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take back what :meth:`journal_state` saved."""
+
+    def setName(self, name: str) -> DStreamCore[T]:
+        """Name this stream, so that a restarted driver running changed code can find its
+        state (``StreamingContext.getOrCreate(..., rebuildGraph=True)``)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"setName() needs a non-empty string, got {name!r}")
+        self.stream_name = name
+        return self
 
     # ---- what an operator declares -------------------------------------------------------
     @property
@@ -142,6 +177,19 @@ class DStreamCore(Generic[T]):
                 self.generated[time] = rdd
             return rdd
 
+    def parent_times(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
+        """The parent RDDs (stream, time) that computing ``time`` reads; windows override."""
+        return [(parent, time) for parent in self._parents]
+
+    def can_compute(self, time: Time) -> bool:
+        """Whether the RDD of ``time`` is remembered or can be rebuilt without asking an input
+        for an interval it no longer has."""
+        if time in self.generated:
+            return True
+        if self.zero_time is None or not self.is_time_valid(time):
+            return False
+        return all(p.can_compute(t) for p, t in self.parent_times(time))
+
     def clear_metadata(self, time: Time) -> None:
         """Forget RDDs older than the remember duration; the graph calls it on every stream
         after each batch completes.
@@ -152,6 +200,10 @@ class DStreamCore(Generic[T]):
         """
         with self._lock:
             keep = self.remember_duration or self.slide_duration
+            # The paper's maximum history: forget older RDDs whatever wants them longer.
+            limit = self._ssc.settings.max_history
+            if limit is not None and limit < keep:
+                keep = max(limit, self.slide_duration)
             old = [t for t in self.generated if t <= time - keep]
             for t in old:
                 rdd = self.generated.pop(t)
@@ -164,6 +216,9 @@ class DStreamCore(Generic[T]):
     is_state: bool = False
     # A stream that keeps files of its own (track()'s snapshots) needs a storage directory.
     needs_storage: bool = False
+
+    def checkpoint_interval_or_default(self) -> Duration:
+        return self.checkpoint_interval or self.default_checkpoint_interval()
 
     def default_checkpoint_interval(self) -> Duration:
         """The smallest multiple of the slide that is at least 10 s."""

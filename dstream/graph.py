@@ -7,6 +7,7 @@ done). Nothing else in the scheduler knows what an operator is.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from dstream.sources.base import InputDStream
 
 __all__ = ["DStreamGraph"]
+
+log = logging.getLogger(__name__)
 
 
 class DStreamGraph:
@@ -80,6 +83,13 @@ class DStreamGraph:
 
         jobs = []
         with self.lock:
+            # Every input takes its interval's data now, used or not (a window sliding by two
+            # intervals still consumes both): inputs stay faithful to wall-clock intervals.
+            for source in self.inputs:
+                try:
+                    source.get_or_compute(time)
+                except Exception:
+                    log.exception("%s failed to produce interval %s", source.label, time)
             for out in self.outputs:
                 try:
                     job = out.generate_job(time)

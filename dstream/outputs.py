@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dstream.functions import positional_arity
 from dstream.operators.stateful import StateOps
 from dstream.storage.filesystem import filesystem_for
-from dstream.storage.output import commit_interval, interval_path
+from dstream.storage.output import CommitLog, commit_interval, interval_path
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -79,8 +79,49 @@ class OutputOps(StateOps[T]):
 
         _output(self, save, name="saveAsTextFiles")
 
+    def save(self, sink: Callable[[Time, RDD[Any]], None], name: str | None = None) -> None:
+        """Write every interval to an external system, exactly once.
 
-def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> None:
+        ``sink(time, rdd)`` writes one interval and must make that write atomic and keyed by
+        ``time`` (one transaction, or an upsert keyed by the interval): then an interval is
+        written exactly once. The engine keeps a commit log of the intervals whose sink call
+        returned (under the checkpoint directory, ``outputs/<name>/``) and never calls the
+        sink again for them — not after a driver restart, a recomputation or a retry.
+        ``name`` (default ``save-<n>``, n = the output's rank) names the log.
+        """
+        uf = self._user("save", sink, "sink", driver=True)
+        if name is not None and (not isinstance(name, str) or not name or "/" in name):
+            raise ValueError(f"save() name {name!r} must be a non-empty string without '/'")
+        fn = uf.fn
+        ssc = self._ssc
+        logs: dict[str, CommitLog] = {}
+
+        def commit_log(label: str) -> CommitLog:
+            if label not in logs:
+                root = ssc.checkpoint_directory
+                directory = None if root is None else f"{root.rstrip('/')}/outputs/{label}"
+                fs = None if directory is None else filesystem_for(directory, ssc.sparkContext)
+                logs[label] = CommitLog(fs, directory)
+            return logs[label]
+
+        # The output's rank among the program's outputs (its index once registered below).
+        label = name or f"save-{len(ssc._graph.outputs)}"
+
+        def write_once(time: Time, rdd: RDD[Any]) -> None:
+            log = commit_log(label)
+            if log.is_committed(time.ms):
+                return
+            fn(time, rdd)
+            log.commit(time.ms)
+            # Intervals this far back are complete and never redone after a restart.
+            horizon = time.ms - 100 * ssc.batch_duration.ms
+            if (time.ms // ssc.batch_duration.ms) % 100 == 0:
+                log.prune(horizon)
+
+        _output(self, write_once, name="save", user_functions=(uf,))
+
+
+def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> Any:
     from dstream.operators.output import OutputDStream
 
-    OutputDStream(parent, fn, **kwargs)
+    return OutputDStream(parent, fn, **kwargs)

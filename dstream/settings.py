@@ -22,6 +22,9 @@ class StreamingSettings:
     graceful_stop_timeout: Duration = field(default_factory=lambda: Duration(60_000))
     # A socket receiver that loses its connection retries after this delay.
     receiver_restart_delay: Duration = field(default_factory=lambda: Duration(2_000))
+    # Forget remembered RDDs older than this however long windows or remember() want them
+    # (the paper's "maximum history"); must exceed every state's checkpoint interval.
+    max_history: Duration | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.pipelining_depth, int) or self.pipelining_depth < 1:

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 
 from dstream.time import Duration, Time, to_duration
 
-__all__ = ["WindowSpec", "entering", "leaving", "window_spec", "window_times"]
+__all__ = [
+    "WindowSpec",
+    "entering",
+    "leaving",
+    "window_difference",
+    "window_spec",
+    "window_times",
+]
 
 
 @dataclass(frozen=True)
@@ -87,3 +94,10 @@ def leaving(end: Time, spec: WindowSpec, zero: Time) -> list[Time]:
         spec.parent_slide,
         zero,
     )
+
+
+def window_difference(a_end: Time, b_end: Time, spec: WindowSpec, zero: Time) -> list[Time]:
+    """Parent times in the window ending at ``a_end`` but not in the one ending at ``b_end``
+    (a rebuild from a checkpoint at ``b_end`` adds these, and subtracts the converse)."""
+    other = set(window_times(b_end, spec, zero))
+    return [t for t in window_times(a_end, spec, zero) if t not in other]

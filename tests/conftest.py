@@ -19,14 +19,13 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def sc() -> Iterator[object]:
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
+
+    from dstream.sparkconf import recommended_conf
 
     conf = (
-        SparkConf()
-        .setMaster("local[2]")
-        .setAppName("dstream-tests")
+        recommended_conf("local[2]", "dstream-tests")
         .set("spark.ui.enabled", "false")
-        .set("spark.ui.showConsoleProgress", "false")
         .set("spark.default.parallelism", "2")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.driver.bindAddress", "127.0.0.1")

@@ -7,14 +7,13 @@ narrow, partition-by-partition union: only the new records are shuffled.
 
 from __future__ import annotations
 
-import logging
 import operator
-import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
+from dstream.operators.checkpointed import StateStream
 from dstream.operators.partitioned import hash_partitioned, memory_only, sectioned_union
 from dstream.operators.state_logic import merge_update_state, sections
 from dstream.operators.track_logic import (
@@ -27,15 +26,12 @@ from dstream.operators.track_logic import (
     snapshot_path,
     view,
 )
-from dstream.storage.filesystem import filesystem_for
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
 __all__ = ["StateDStream", "TaggedEvents", "TrackDStream", "TrackView"]
-
-log = logging.getLogger(__name__)
 
 
 def _tag_positions(split: int, records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
@@ -61,7 +57,11 @@ class TaggedEvents(DStream[Any]):
         return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self.num_partitions)
 
 
-class StateDStream(DStream[Any]):
+def _times_after(since: Time, until: Time, slide: Duration) -> list[Time]:
+    return [Time(ms) for ms in range(since.ms + slide.ms, until.ms + 1, slide.ms)]
+
+
+class StateDStream(StateStream):
     """``updateStateByKey``: every key with a state or new values gets
     ``update(new values, old state)`` each interval."""
 
@@ -73,36 +73,54 @@ class StateDStream(DStream[Any]):
         user_functions: Iterable[UserFunction],
     ) -> None:
         super().__init__(
-            events._ssc, [events], name="updateStateByKey", user_functions=user_functions
+            [events],
+            name="updateStateByKey",
+            num_partitions=events.num_partitions,
+            user_functions=user_functions,
         )
-        self.num_partitions = events.num_partitions
         self._update = update_func
-        self._initial = initial
-        self.storage_level = memory_only()
-        self.is_state = True
+        self._initial: RDD[Any] | None = initial
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        assert self.zero_time is not None
-        previous_time = time - self.slide_duration
-        previous = (
-            self.get_or_compute(previous_time) if previous_time > self.zero_time else self._initial
-        )
-        events = self._parents[0].get_or_compute(time)
-        groups: list[list[RDD[Any]]] = [
-            [] if previous is None else [previous],
-            [] if events is None else [events],
-        ]
-        update = self._update
+    # The initial RDD exists only in the driver that made it (a restart uses checkpoints).
+    _transient: ClassVar[tuple[str, ...]] = ("_initial",)
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        self._initial = None
+
+    def parent_remember_duration(self) -> Duration | None:
+        return (self.remember_duration or self.slide_duration) + self.replay_span()
+
+    def _merge(self, state: list[RDD[Any]], times: list[Time]) -> RDD[Any]:
+        events = self._parents[0]
+        groups = [state]
+        for u in times:
+            rdd = events.get_or_compute(u)
+            groups.append([] if rdd is None else [rdd])
+        update, count = self._update, len(times)
         union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
-        return union.mapPartitions(lambda it: merge_update_state(it, update), True)
+        return union.mapPartitions(lambda it: merge_update_state(it, update, count), True)
+
+    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+        return self._merge([previous], [time])
+
+    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+        assert self.zero_time is not None
+        since = self.zero_time if base_ms is None else Time(base_ms)
+        times = _times_after(since, time, self.slide_duration)
+        if not self.available(self._parents[0], times, time):
+            return None
+        if base_ms is not None:
+            state = [self.read_checkpoint(base_ms)]
+        else:
+            state = [] if self._initial is None else [self._initial]
+        return self._merge(state, times)
 
 
-class TrackDStream(DStream[Any]):
-    """``track``'s state: one :class:`TrackDelta` record per partition per interval, over a
-    snapshot file that an asynchronous compaction renews every checkpoint interval (see
+class TrackDStream(StateStream):
+    """``track``'s state: one ``(partition, TrackDelta)`` record per partition per interval,
+    over snapshot files that the asynchronous checkpoint (a compaction) renews (see
     :mod:`dstream.operators.track_logic` for why)."""
-
-    needs_storage = True
 
     def __init__(
         self,
@@ -110,126 +128,53 @@ class TrackDStream(DStream[Any]):
         functions: TrackFunctions,
         user_functions: Iterable[UserFunction],
     ) -> None:
-        super().__init__(events._ssc, [events], name="track", user_functions=user_functions)
+        super().__init__(
+            [events],
+            name="track",
+            num_partitions=events.num_partitions,
+            user_functions=user_functions,
+        )
         self._fns = functions
-        self.num_partitions = events.num_partitions
-        self.storage_level = memory_only()
-        self.is_state = True
-        self.directory: str | None = None
-        # The published snapshot (batch ms it reflects), and which snapshot each remembered
-        # interval was built on.
-        self._snapshot_ms: int | None = None
-        self._built_on: dict[Time, int | None] = {}
-        self._compacting = threading.Lock()
-
-    @property
-    def compaction_interval(self) -> Duration:
-        return self.checkpoint_interval or self.default_checkpoint_interval()
 
     def parent_remember_duration(self) -> Duration | None:
-        # A rebuild after a compaction replays the events since that snapshot, which lags
-        # behind by up to one compaction interval plus the compaction's own run time.
-        return (self.remember_duration or self.slide_duration) + self.compaction_interval * 3
+        return (self.remember_duration or self.slide_duration) + self.replay_span()
 
-    def prepare_storage(self, root: str) -> None:
-        self.directory = f"{root.rstrip('/')}/track-{self.id}"
-
-    def compute(self, time: Time) -> RDD[Any] | None:
-        assert self.zero_time is not None and self.directory is not None
-        slide, events_stream = self.slide_duration, self._parents[0]
-        previous_time = time - slide
-        previous = self.get_or_compute(previous_time) if previous_time > self.zero_time else None
-        with self._lock:
-            base_ms = self._snapshot_ms
-        if previous is not None and self._built_on.get(previous_time) == base_ms:
-            replay = [time]  # the usual step: previous delta + this interval
-        else:
-            # First interval, or a new snapshot was published: rebuild from the snapshot and
-            # the intervals after it — lineage stops at the snapshot.
-            since = Time(base_ms) if base_ms is not None else self.zero_time
-            replay = [Time(ms) for ms in range(since.ms + slide.ms, time.ms + 1, slide.ms)]
-            if previous is not None and not all(u in events_stream.generated for u in replay[:-1]):
-                # Those intervals are no longer remembered: keep building on the old snapshot.
-                base_ms, replay = self._built_on.get(previous_time), [time]
-            else:
-                previous = None
+    def _fold(self, previous: RDD[Any] | None, base_ms: int | None, times: list[Time]) -> RDD[Any]:
+        events = self._parents[0]
         groups: list[list[RDD[Any]]] = [[] if previous is None else [previous]]
-        for u in replay:
-            rdd = events_stream.get_or_compute(u)
+        for u in times:
+            rdd = events.get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
-        self._built_on[time] = base_ms
-        fns, directory, times = self._fns, self.directory, [u.ms for u in replay]
+        fns, millis = self._fns, [u.ms for u in times]
+        directory = None if base_ms is None else self.checkpoint_directory(base_ms)
 
-        def step(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
-            parts = sections(records, len(times) + 1)
+        def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
+            parts = sections(records, len(millis) + 1)
             previous_delta = parts[0][0][1] if parts[0] else None
-            intervals = [
-                (ms, [(key, tagged) for key, tagged in events])
-                for ms, events in zip(times, parts[1:], strict=True)
-            ]
-            path = None if base_ms is None else snapshot_path(directory, base_ms, split)
+            intervals = list(zip(millis, parts[1:], strict=True))
+            path = None if directory is None else snapshot_path(directory, split)
             yield split, fold(split, previous_delta, base_ms, path, intervals, fns)
 
         union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
-        return union.mapPartitionsWithIndex(step, preservesPartitioning=True)
+        return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
-    def clear_metadata(self, time: Time) -> None:
-        super().clear_metadata(time)
-        with self._lock:
-            for t in [t for t in self._built_on if t not in self.generated]:
-                del self._built_on[t]
-        self._delete_unused_snapshots()
+    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+        return self._fold(previous, self._built_on.get(time - self.slide_duration), [time])
 
-    def _delete_unused_snapshots(self) -> None:
-        # A snapshot is deleted once a newer one is published and no remembered interval
-        # was built on it (its RDDs could still be recomputed from it).
-        if self.directory is None:
-            return
-        live = self.live_snapshots()
-        fs = filesystem_for(self.directory, self._ssc.sparkContext)
-        for name in fs.list_names(self.directory):
-            if name.startswith("snapshot-") and name[9:].isdigit():
-                ms = int(name[9:])
-                if live and ms < max(live) and ms not in live:
-                    fs.delete(f"{self.directory}/{name}")
-
-    # ---- compaction: the state's asynchronous checkpoint ---------------------------------------
-    def on_batch_completed(self, time: Time) -> None:
+    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         assert self.zero_time is not None
-        if (time - self.zero_time).ms % self.compaction_interval.ms != 0:
-            return
-        rdd = self.generated.get(time)
-        if rdd is None or not self._compacting.acquire(blocking=False):
-            return  # the previous compaction is still running: skip this one
-        threading.Thread(
-            target=self._compact, args=(time, rdd), name=f"dstream-compact-{self.id}", daemon=True
-        ).start()
+        since = self.zero_time if base_ms is None else Time(base_ms)
+        times = _times_after(since, time, self.slide_duration)
+        if not self.available(self._parents[0], times, time):
+            return None
+        return self._fold(None, base_ms, times)
 
-    def _compact(self, time: Time, rdd: RDD[Any]) -> None:
-        try:
-            directory = self.directory
-            assert directory is not None
-            sc = self._ssc.sparkContext
-            sc.setJobGroup(
-                f"{self._ssc.job_group_prefix}-compact-{self.id}-{time.ms}",
-                f"dstream track() snapshot at {time.ms} ms",
-            )
-            rdd.map(lambda pd: compact(pd[1], directory)).collect()
-            with self._lock:
-                if self._snapshot_ms is None or time.ms > self._snapshot_ms:
-                    self._snapshot_ms = time.ms
-        except Exception:
-            log.exception("track() snapshot at %s failed; keeping the previous one", time)
-        finally:
-            self._compacting.release()
+    def shape(self) -> dict[str, Any]:
+        return {**super().shape(), "timeout_ms": self._fns.timeout_ms}
 
-    def live_snapshots(self) -> set[int]:
-        """Snapshot times still needed: the published one and those remembered RDDs use."""
-        with self._lock:
-            used = {ms for ms in self._built_on.values() if ms is not None}
-            if self._snapshot_ms is not None:
-                used.add(self._snapshot_ms)
-        return used
+    def write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
+        # The checkpoint of track() is a compaction: snapshot + delta -> a new snapshot.
+        rdd.map(lambda pd: compact(pd[1], directory)).count()
 
 
 class TrackView(DStream[Any]):
@@ -275,3 +220,10 @@ class TrackView(DStream[Any]):
         """How often the state is compacted into a new snapshot (its checkpoint)."""
         self.state.checkpoint(interval)
         return self
+
+    @property
+    def directory(self) -> str | None:
+        """Where the state's snapshots are written (known once started)."""
+        if self.state.root is None:
+            return None
+        return f"{self.state.root.rstrip('/')}/state-{self.state.stream_key}"

@@ -80,20 +80,26 @@ def merge_window(
 def merge_update_state(
     records: Iterable[Any],
     update_func: Callable[[list[Any], Any], Any],
+    intervals: int = 1,
 ) -> Iterator[tuple[Any, Any]]:
-    """``updateStateByKey`` from two sections: the previous state ``(key, state)`` and the new
-    records ``(key, ((source partition, position), value))``. For every key with a state or
-    new values the new state is ``update_func(new values in input order, old state or
-    None)``; ``None`` drops the key. The tag puts a key's values back in input order however
-    the shuffle delivered them, so a recomputed interval gives the same state.
+    """``updateStateByKey`` from ``1 + intervals`` sections: the previous state
+    ``(key, state)``, then the new records ``(key, ((source partition, position), value))``
+    of each interval in order. For every interval and every key with a state or new values
+    the new state is ``update_func(new values in input order, old state or None)``; ``None``
+    drops the key. The tag puts a key's values back in input order however the shuffle
+    delivered them, so a recomputed interval gives the same state.
     """
-    state, new = sections(records, 2)
-    states = dict(state)
-    news: dict[Any, list[tuple[tuple[int, int], Any]]] = {}
-    for key, payload in new:
-        news.setdefault(key, []).append(payload)
-    for key in states.keys() | news.keys():
-        values = [v for _, v in sorted(news.get(key, ()), key=lambda tv: tv[0])]
-        new_state = update_func(values, states.get(key))
-        if new_state is not None:
-            yield key, new_state
+    parts = sections(records, 1 + intervals)
+    states = dict(parts[0])
+    for new in parts[1:]:
+        news: dict[Any, list[tuple[tuple[int, int], Any]]] = {}
+        for key, payload in new:
+            news.setdefault(key, []).append(payload)
+        for key in list(states.keys() | news.keys()):
+            values = [v for _, v in sorted(news.get(key, ()), key=lambda tv: tv[0])]
+            new_state = update_func(values, states.get(key))
+            if new_state is None:
+                states.pop(key, None)
+            else:
+                states[key] = new_state
+    return iter(states.items())

@@ -43,8 +43,9 @@ def key_bytes(key: Any) -> bytes:
     return pickle.dumps(key, protocol=5)
 
 
-def snapshot_path(directory: str, base_ms: int, partition: int) -> str:
-    return f"{directory}/snapshot-{base_ms}/part-{partition:05d}.sqlite"
+def snapshot_path(directory: str, partition: int) -> str:
+    """Partition ``partition``'s snapshot inside one snapshot's directory."""
+    return f"{directory}/part-{partition:05d}.sqlite"
 
 
 @dataclass
@@ -169,10 +170,9 @@ def changes(delta: TrackDelta) -> Iterator[tuple[Any, Any]]:
 
 
 def compact(delta: TrackDelta, directory: str) -> tuple[int, str]:
-    """Write the snapshot at the delta's last interval; returns (partition, path)."""
-    if delta.applied_ms is None:
-        raise ValueError(f"partition {delta.partition}: nothing applied, nothing to compact")
-    path = snapshot_path(directory, delta.applied_ms, delta.partition)
+    """Write the partition's new snapshot (base + delta) into ``directory``, the snapshot's
+    own directory; returns (partition, path)."""
+    path = snapshot_path(directory, delta.partition)
     rows = {kb: (None if p is None else (p, last)) for kb, (p, last, _, _) in delta.entries.items()}
     write_table(path, delta.base_path, rows)
     return delta.partition, path

@@ -16,10 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
+from dstream.operators.checkpointed import StateStream
 from dstream.operators.partitioned import co_partitioned_union, memory_only, sectioned_union
 from dstream.operators.state_logic import merge_window
 from dstream.time import Duration, Time
-from dstream.windowing import WindowSpec, entering, leaving, window_times
+from dstream.windowing import (
+    WindowSpec,
+    entering,
+    leaving,
+    window_difference,
+    window_times,
+)
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -59,7 +66,7 @@ class WindowedDStream(DStream[Any]):
         return co_partitioned_union(rdds)
 
 
-class ReducedWindowedDStream(DStream[Any]):
+class ReducedWindowedDStream(StateStream):
     """Keyed window state ``(key, (value, intervals contributing))``, kept incrementally with
     an inverse function. Keys whose contributions have all left the window are dropped."""
 
@@ -73,36 +80,53 @@ class ReducedWindowedDStream(DStream[Any]):
         user_functions: Iterable[UserFunction],
     ) -> None:
         super().__init__(
-            partials._ssc, [partials], name="reduceByKeyAndWindow", user_functions=user_functions
+            [partials],
+            name="reduceByKeyAndWindow",
+            num_partitions=num_partitions,
+            user_functions=user_functions,
         )
         self.spec = spec
-        self.num_partitions = num_partitions
         self._func, self._inv = func, inv_func
-        self.storage_level = memory_only()
-        self.is_state = True
 
     @property
     def slide_duration(self) -> Duration:
         return self.spec.slide
 
-    def parent_remember_duration(self) -> Duration | None:
-        # Leaving partials go back to t - window - slide + parent slide.
-        return (self.remember_duration or self.spec.slide) + self.spec.window + self.spec.slide
+    def shape(self) -> dict[str, Any]:
+        return {**super().shape(), "window_ms": self.spec.window.ms}
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        assert self.zero_time is not None
-        zero, spec, partials = self.zero_time, self.spec, self._parents[0]
-        previous_time = time - spec.slide
-        previous = self.get_or_compute(previous_time) if previous_time > zero else None
-        if previous is not None:
-            enter, leave = entering(time, spec, zero), leaving(time, spec, zero)
-        else:
-            enter, leave = window_times(time, spec, zero), []
-        groups: list[list[RDD[Any]]] = [
-            [] if previous is None else [previous],
+    def parent_remember_duration(self) -> Duration | None:
+        # Leaving partials go back to t - window - slide + parent slide; a rebuild reaches
+        # back to its checkpoint's window.
+        own = self.remember_duration or self.spec.slide
+        return own + self.spec.window + self.spec.slide + self.replay_span()
+
+    def _merge(self, state: list[RDD[Any]], enter: list[Time], leave: list[Time]) -> RDD[Any]:
+        partials = self._parents[0]
+        groups = [
+            state,
             [r for r in (partials.get_or_compute(u) for u in enter) if r is not None],
             [r for r in (partials.get_or_compute(u) for u in leave) if r is not None],
         ]
         func, inv = self._func, self._inv
         union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
         return union.mapPartitions(lambda it: merge_window(it, func, inv), True)
+
+    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+        assert self.zero_time is not None
+        zero, spec = self.zero_time, self.spec
+        return self._merge([previous], entering(time, spec, zero), leaving(time, spec, zero))
+
+    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+        assert self.zero_time is not None
+        zero, spec = self.zero_time, self.spec
+        if base_ms is None:
+            state, enter, leave = [], window_times(time, spec, zero), []
+        else:
+            base = Time(base_ms)
+            state = [self.read_checkpoint(base_ms)]
+            enter = window_difference(time, base, spec, zero)
+            leave = window_difference(base, time, spec, zero)
+        if not self.available(self._parents[0], enter + leave, time):
+            return None
+        return self._merge(state, enter, leave)

@@ -19,6 +19,7 @@ import queue
 import threading
 import time as _time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -39,8 +40,6 @@ from dstream.scheduler.timer import RecurringTimer
 from dstream.time import Time
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from pyspark import SparkContext
 
     from dstream.clock import Clock
@@ -49,9 +48,12 @@ if TYPE_CHECKING:
     from dstream.operators.output import Job
     from dstream.settings import StreamingSettings
 
-__all__ = ["JobScheduler", "OverheadStats"]
+__all__ = ["BatchHook", "JobScheduler", "OverheadStats"]
 
 log = logging.getLogger(__name__)
+
+# (batch time, pending batch times, completed-up-to time)
+BatchHook = Callable[[Time, list[Time], Time | None], None]
 
 
 @dataclass
@@ -82,6 +84,8 @@ class JobScheduler:
         bus: ListenerBus,
         on_error: Callable[[StreamingJobError], None],
         group_prefix: str,
+        on_generated: BatchHook | None = None,
+        on_completed: BatchHook | None = None,
     ) -> None:
         self._graph = graph
         self._sc = sc
@@ -90,6 +94,8 @@ class JobScheduler:
         self._bus = bus
         self._on_error = on_error
         self._group_prefix = group_prefix
+        self._on_generated = on_generated
+        self._on_completed = on_completed
         self._events: queue.Queue[Event] = queue.Queue()
         self._timer = RecurringTimer(
             clock, graph.batch_duration, lambda t: self.post(GenerateJobs(t)), "dstream-timer"
@@ -144,6 +150,24 @@ class JobScheduler:
             return True
 
     @property
+    def last_generated(self) -> Time | None:
+        with self._done:
+            return self._last_generated
+
+    @property
+    def completed_upto(self) -> Time | None:
+        """The latest time up to which every generated interval has completed."""
+        with self._done:
+            if self._batches:
+                earliest = min(self._batches)
+                return earliest - self._graph.batch_duration
+            return self._last_generated
+
+    def pending(self) -> list[Time]:
+        with self._done:
+            return sorted(self._batches)
+
+    @property
     def completed_batches(self) -> list[Time]:
         with self._done:
             return list(self._completed)
@@ -192,6 +216,10 @@ class JobScheduler:
         with self._done:
             self._batches[time] = batch
             self._last_generated = time
+        if self._on_generated is not None:
+            # Before any job runs: e.g. the metadata journal records which input this
+            # interval reads before any of its output can happen.
+            self._on_generated(time, self.pending(), self.completed_upto)
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
         for job in jobs:
             self._pool.submit(self._run_job, job)
@@ -256,6 +284,9 @@ class JobScheduler:
         with self._done:
             del self._batches[batch.time]
             self._completed.append(batch.time)
+        if self._on_completed is not None:
+            self._on_completed(batch.time, self.pending(), self.completed_upto)
+        with self._done:
             self._done.notify_all()
         self.stats.complete_s.append(_time.perf_counter() - began)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.accumulators import AccumulatorParam
 
@@ -44,14 +44,28 @@ class _KeyedCounts(AccumulatorParam[dict[tuple[int, int], int]]):
 class InputDStream(DStream[Any]):
     # Sources that know their counts up front turn this off.
     counts_in_tasks: bool = True
+    # A durable source can produce any past interval again (files on record, the rate
+    # source's seeds); others (a queue, a socket) only the intervals they still remember.
+    durable: bool = False
 
     def __init__(self, ssc: StreamingContext, *, name: str) -> None:
         super().__init__(ssc, (), name=name)
         self._graph_batch = ssc._graph.batch_duration
+        ssc._graph.add_input(self)
+
+    _transient: ClassVar[tuple[str, ...]] = (
+        "_known_counts",
+        "_counter",
+        "_counter_lock",
+        "_latest",
+    )
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
         self._known_counts: dict[Time, int] = {}
         self._counter: Accumulator[dict[tuple[int, int], int]] | None = None
         self._counter_lock = threading.Lock()
-        ssc._graph.add_input(self)
+        self._latest: Time | None = None
 
     @property
     def slide_duration(self) -> Duration:
@@ -72,7 +86,22 @@ class InputDStream(DStream[Any]):
         """Check the source is usable; called by ``ssc.start()``."""
 
     # ---- counting -------------------------------------------------------------------------
+    def can_compute(self, time: Time) -> bool:
+        if time in self.generated:
+            return True
+        if self.zero_time is None or not self.is_time_valid(time):
+            return False
+        return self.durable or self._latest is None or time > self._latest
+
     def compute(self, time: Time) -> RDD[Any] | None:
+        if not self.durable and self._latest is not None and time <= self._latest:
+            raise RuntimeError(
+                f"{self.label} was asked again for interval {time}, which it no longer "
+                "remembers, and it cannot produce past data again; make the windows or "
+                "remember() durations cover what the program reads, or use a durable source"
+            )
+        if self._latest is None or time > self._latest:
+            self._latest = time
         rdd = self.read(time)
         if rdd is None or not self.counts_in_tasks or time in self._known_counts:
             return rdd

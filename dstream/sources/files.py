@@ -17,7 +17,7 @@ same files.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.sources.base import InputDStream
 from dstream.storage.filesystem import FileInfo, filesystem_for
@@ -61,6 +61,9 @@ def binary_records_reader(record_length: int) -> Reader:
 
 
 class FileInputDStream(InputDStream):
+    # The files of every interval are on record (and in the metadata journal).
+    durable = True
+
     def __init__(
         self,
         ssc: StreamingContext,
@@ -76,15 +79,24 @@ class FileInputDStream(InputDStream):
                 f"{name}() directory {directory!r} must be a non-empty path or URI, "
                 "e.g. '/data/in' or 'hdfs://namenode:8020/data/in'"
             )
-        super().__init__(ssc, name=name)
         self.directory = directory
+        super().__init__(ssc, name=name)
         self._reader = reader
         self._filter = path_filter
         self._new_files_only = new_files_only
-        self._fs = filesystem_for(directory, ssc.sparkContext)
+
+    # What changes every interval is journaled separately (journal_state), not with the graph.
+    _transient: ClassVar[tuple[str, ...]] = ("_fs", "batch_files", "_seen", "_recorded_until")
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        self._fs = filesystem_for(self.directory, self._ssc.sparkContext)
         # batch time -> the files chosen for it (kept while they may be needed again).
         self.batch_files: dict[Time, list[str]] = {}
         self._seen: set[str] = set()
+        # After a restart: intervals up to here must read their recorded files, never a new
+        # listing (that could hand the same file to two intervals).
+        self._recorded_until: Time | None = None
 
     def validate(self) -> None:
         if not self._fs.is_dir(self.directory):
@@ -102,6 +114,11 @@ class FileInputDStream(InputDStream):
 
     def read(self, time: Time) -> RDD[Any] | None:
         paths = self.batch_files.get(time)
+        if paths is None and self._recorded_until is not None and time <= self._recorded_until:
+            raise RuntimeError(
+                f"{self.label}: the files of interval {time} were not kept in the metadata "
+                "journal, so it cannot be recomputed exactly; raise settings.file_remember"
+            )
         if paths is None:
             assert self.zero_time is not None  # set by initialize() before any interval
             floor = self.zero_time if self._new_files_only else Time(-(2**62))
@@ -116,6 +133,23 @@ class FileInputDStream(InputDStream):
             self.record_count(time, 0)
             return self._ssc.sparkContext.emptyRDD()
         return self._reader(self._ssc, paths)
+
+    def journal_state(self) -> dict[str, Any] | None:
+        return {
+            "directory": self.directory,
+            "batch_files": {t.ms: list(paths) for t, paths in self.batch_files.items()},
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        if state.get("directory") != self.directory:
+            raise ValueError(
+                f"{self.label} watches {self.directory} but the checkpoint was taken watching "
+                f"{state.get('directory')}; keep the directory, or start a new checkpoint"
+            )
+        self.batch_files = {Time(ms): list(p) for ms, p in state["batch_files"].items()}
+        self._seen = {p for paths in self.batch_files.values() for p in paths}
+        if self.batch_files:
+            self._recorded_until = max(self.batch_files)
 
     def clear_metadata(self, time: Time) -> None:
         super().clear_metadata(time)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.sources.base import InputDStream
 from dstream.time import Time
@@ -29,10 +29,23 @@ class QueueInputDStream(InputDStream):
     ) -> None:
         super().__init__(ssc, name="queueStream")
         # Each entry carries its record count when known (a list) so no task has to count.
-        self._queue: deque[tuple[RDD[Any], int | None]] = deque(self._as_rdd(i) for i in items)
-        self._default = None if default is None else self._as_rdd(default)
+        self._queue.extend(self._as_rdd(i) for i in items)
+        self._default: tuple[RDD[Any], int | None] | None = (
+            None if default is None else self._as_rdd(default)
+        )
         self._one_at_a_time = one_at_a_time
+        self._restored = False
+
+    # The queued RDDs exist only in the driver that made them.
+    _transient: ClassVar[tuple[str, ...]] = ("_queue", "_default", "_queue_lock", "_restored")
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        self._queue: deque[tuple[RDD[Any], int | None]] = deque()
+        self._default = None
         self._queue_lock = threading.Lock()
+        # Set when this stream came back from a metadata record: its RDDs are gone.
+        self._restored = True
 
     def _as_rdd(self, item: RDD[Any] | Iterable[Any]) -> tuple[RDD[Any], int | None]:
         from pyspark import RDD
@@ -46,6 +59,14 @@ class QueueInputDStream(InputDStream):
             )
         records = list(item)
         return self._ssc.sparkContext.parallelize(records), len(records)
+
+    def validate(self) -> None:
+        if getattr(self, "_restored", False) and self._ssc.restored:
+            raise ValueError(
+                f"{self.label} cannot be recovered after a driver failure: its RDDs lived in "
+                "the old driver. Use a durable source (textFileStream, rateStream) for a "
+                "program that must survive a driver restart"
+            )
 
     def read(self, time: Time) -> RDD[Any] | None:
         with self._queue_lock:

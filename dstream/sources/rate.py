@@ -31,6 +31,7 @@ def records_in_interval(rate: int, end_ms: int, batch_ms: int) -> int:
 
 class RateInputDStream(InputDStream):
     counts_in_tasks = False
+    durable = True
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import socket
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.sources.base import InputDStream
 from dstream.time import Time
@@ -37,6 +37,18 @@ class SocketInputDStream(InputDStream):
             raise ValueError(f"socketTextStream() port {port!r} must be an int in 1..65535")
         super().__init__(ssc, name="socketTextStream")
         self.hostname, self.port = hostname, port
+
+    _transient: ClassVar[tuple[str, ...]] = (
+        "_buffer",
+        "_buffer_lock",
+        "_stopping",
+        "_thread",
+        "_sock",
+        "connected",
+    )
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
         self._buffer: list[str] = []
         self._buffer_lock = threading.Condition()
         self._stopping = threading.Event()

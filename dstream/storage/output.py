@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from dstream.storage.filesystem import FileSystem, join
 
-__all__ = ["COMMIT_MARKER", "commit_interval", "interval_path"]
+__all__ = ["COMMIT_MARKER", "CommitLog", "commit_interval", "interval_path"]
 
 COMMIT_MARKER = "_DSTREAM_COMMIT"
 
@@ -76,3 +76,41 @@ def commit_interval(
             return False
         raise
     return True
+
+
+class CommitLog:
+    """Which intervals an output operation has committed: one empty file per interval under
+    ``directory``, written (no-replace rename) after the sink returned. Without a directory
+    (no checkpoint directory: nothing survives the driver anyway) it is kept in memory."""
+
+    def __init__(self, fs: FileSystem | None, directory: str | None) -> None:
+        self._fs, self._dir = fs, directory
+        self._memory: set[int] = set()
+
+    def is_committed(self, time_ms: int) -> bool:
+        if self._fs is None or self._dir is None:
+            return time_ms in self._memory
+        return self._fs.exists(join(self._dir, str(time_ms)))
+
+    def commit(self, time_ms: int) -> None:
+        if self._fs is None or self._dir is None:
+            self._memory.add(time_ms)
+            return
+        self._fs.mkdirs(self._dir)
+        tmp = join(self._dir, f".{time_ms}.tmp-{uuid.uuid4().hex}")
+        self._fs.write_bytes(tmp, b"")
+        try:
+            self._fs.rename(tmp, join(self._dir, str(time_ms)))
+        except OSError:
+            self._fs.delete(tmp)
+            if not self.is_committed(time_ms):
+                raise
+
+    def prune(self, before_ms: int) -> None:
+        """Forget intervals before ``before_ms`` (no restart will redo them)."""
+        if self._fs is None or self._dir is None:
+            self._memory = {t for t in self._memory if t >= before_ms}
+            return
+        for name in self._fs.list_names(self._dir):
+            if name.isdigit() and int(name) < before_ms:
+                self._fs.delete(join(self._dir, name))

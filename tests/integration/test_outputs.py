@@ -95,3 +95,24 @@ def test_save_as_text_files_validates_its_prefix(harness: Any) -> None:
     stream = harness().ssc.queueStream([["a"]])
     with pytest.raises(ValueError, match=r"saveAsTextFiles\(\) prefix '' must be a non-empty path"):
         stream.saveAsTextFiles("")
+
+
+def test_save_calls_the_sink_once_per_interval_and_logs_the_commit(
+    harness: Any, tmp_path: Path
+) -> None:
+    written: list[tuple[int, list[str]]] = []
+
+    def sink(time: Time, rdd: Any) -> None:
+        written.append((time.ms, sorted(rdd.collect())))
+
+    h: Harness = harness()
+    h.ssc.checkpoint(str(tmp_path))
+    h.ssc.queueStream([["a"], ["b", "c"]]).save(sink, name="db")
+    h.ssc.start()
+    h.run_batches(2)
+    assert written == [(1000, ["a"]), (2000, ["b", "c"])]
+    assert sorted(os.listdir(tmp_path / "outputs" / "db")) == ["1000", "2000"]
+    with pytest.raises(
+        ValueError, match=r"save\(\) name 'a/b' must be a non-empty string without '/'"
+    ):
+        harness().ssc.queueStream([[1]]).save(sink, name="a/b")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dstream.storage.filesystem import LocalFileSystem, RenameError
-from dstream.storage.output import COMMIT_MARKER, commit_interval, interval_path
+from dstream.storage.output import COMMIT_MARKER, CommitLog, commit_interval, interval_path
 
 
 def writer(content: str, calls: list[str]):  # type: ignore[no-untyped-def]
@@ -108,3 +108,18 @@ def test_local_listing_skips_hidden_files_and_directories(tmp_path: Path) -> Non
     assert [os.path.basename(f.path) for f in files] == ["a.txt"]
     assert files[0].size == 1
     assert files[0].modified_ms == os.stat(tmp_path / "a.txt").st_mtime_ns // 1_000_000
+
+
+def test_commit_log_records_intervals_durably_and_prunes(tmp_path: Path) -> None:
+    log = CommitLog(LocalFileSystem(), str(tmp_path / "log"))
+    assert not log.is_committed(1000)
+    log.commit(1000)
+    log.commit(2000)
+    log.commit(2000)  # a second commit of the same interval is harmless
+    reopened = CommitLog(LocalFileSystem(), str(tmp_path / "log"))
+    assert reopened.is_committed(1000) and reopened.is_committed(2000)
+    reopened.prune(2000)
+    assert sorted(os.listdir(tmp_path / "log")) == ["2000"]
+    memory = CommitLog(None, None)
+    memory.commit(5)
+    assert memory.is_committed(5) and not memory.is_committed(6)

@@ -43,5 +43,10 @@ def test_update_state_gets_values_in_input_order_and_can_drop_keys() -> None:
         return None if joined.endswith("!") else joined
 
     state = [("k", "x"), ("gone", "y"), ("idle", "z")]
-    new = [("k", ((1, 0), "c")), ("k", ((0, 1), "b")), ("k", ((0, 0), "a")), ("gone", ((0, 2), "!"))]
+    new = [
+        ("k", ((1, 0), "c")),
+        ("k", ((0, 1), "b")),
+        ("k", ((0, 0), "a")),
+        ("gone", ((0, 2), "!")),
+    ]
     assert dict(merge_update_state([*state, MARK, *new], update)) == {"k": "xabc", "idle": "z"}

@@ -77,7 +77,7 @@ def run_fold(
         deltas.append(delta)
         previous = delta
         if compact_every and (i + 1) % compact_every == 0:
-            _, base_path = compact(delta, str(directory))
+            _, base_path = compact(delta, f"{directory}/{t}")
             base_ms = t
     return deltas
 
@@ -122,7 +122,7 @@ def test_an_interval_reads_only_active_and_expiring_keys(tmp_path: Path) -> None
     fns = TrackFunctions(sessions_init, sessions_update, 3000, SLIDE)
     idle = [(f"idle{i}", ((0, i), "join")) for i in range(5000)]
     first = fold(0, None, None, None, [(1000, idle)], fns)
-    _, snap = compact(first, str(tmp_path))
+    _, snap = compact(first, str(tmp_path / "1000"))
     with StateTable(snap) as table:
         assert table.count() == 5000
     delta = fold(0, None, 1000, snap, [(2000, [("new", ((0, 0), "join"))])], fns)

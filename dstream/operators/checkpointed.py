@@ -1,0 +1,241 @@
+"""What every state stream shares: asynchronous checkpoints, and lineage that stops at them.
+
+A state stream's RDD of interval t is normally built from its RDD of t - slide (``step``).
+Every checkpoint interval, once that interval's jobs are done, a background job writes the
+state RDD's partitions to files (the RDD is immutable and cached, so later intervals go on
+using it meanwhile). When the write has finished, the *next* interval is built instead from
+the checkpoint, read partition by partition, plus the few intervals since (``rebuild``)::
+
+    step:     state(t-1) ──► state(t) ──► state(t+1) ...          lineage grows by one
+    rebuild:  checkpoint(c) + inputs of (c, t] ──► state(t)        lineage restarts at c
+
+So lineage depth and the driver's bookkeeping stay bounded by the checkpoint interval plus
+the checkpoint's own lag, forever. After a driver restart the same ``rebuild`` restores the
+state from the last checkpoint recorded in the metadata journal, recomputing the intervals
+since it from durable input.
+
+This replaces Spark's ``RDD.checkpoint()``: that call must precede the first job on the RDD,
+and then the first job that touches it writes the checkpoint synchronously, inside that
+interval's output job (Spark's ``doCheckpoint`` at the end of ``runJob``) — the opposite of
+asynchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dstream.core import DStreamCore
+from dstream.dstream import DStream
+from dstream.functions import UserFunction
+from dstream.operators.partitioned import memory_only
+from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
+from dstream.storage.checkpoint import write_partition as _write_partition
+from dstream.storage.filesystem import filesystem_for
+from dstream.time import Duration, Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+__all__ = ["StateStream"]
+
+log = logging.getLogger(__name__)
+
+
+class StateStream(DStream[Any]):
+    is_state = True
+    needs_storage = True
+
+    def __init__(
+        self,
+        parents: Sequence[DStream[Any]],
+        *,
+        name: str,
+        num_partitions: int,
+        user_functions: Iterable[UserFunction] = (),
+    ) -> None:
+        super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
+        self.num_partitions = num_partitions
+        self.storage_level = memory_only()
+        self.root: str | None = None
+
+    _transient: ClassVar[tuple[str, ...]] = (
+        "published_ms",
+        "_built_on",
+        "restoring",
+        "root",
+        "_stream_key",
+    )
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        # The checkpoint future intervals are rebuilt from (batch ms), and which checkpoint
+        # each remembered interval was built on.
+        self.published_ms: int | None = None
+        self._built_on: dict[Time, int | None] = {}
+        # After a driver restart, old inputs may (must) be recomputed from durable input.
+        self.restoring = False
+        self.root = None
+        # Names this stream's checkpoint directory; a restored stream keeps its old key.
+        self._stream_key: str | None = None
+
+    # ---- what a state stream implements --------------------------------------------------
+    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+        """State of ``time`` from the state of ``time - slide``."""
+        raise NotImplementedError
+
+    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+        """State of ``time`` from the checkpoint at ``base_ms`` (None: from the start), or None
+        if an input it needs is no longer remembered."""
+        raise NotImplementedError
+
+    def write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
+        """Write ``rdd`` (the state of ``time``) under ``directory``: one file per partition."""
+        rdd.mapPartitionsWithIndex(
+            lambda i, it: [_write_partition(partition_path(directory, i), list(it))]
+        ).count()
+
+    # ---- the mechanism ---------------------------------------------------------------------
+    @property
+    def stream_key(self) -> str:
+        return self._stream_key if self._stream_key is not None else str(self.id)
+
+    @property
+    def checkpoint_every(self) -> Duration:
+        return self.checkpoint_interval or self.default_checkpoint_interval()
+
+    def replay_span(self) -> Duration:
+        """How far back a rebuild may reach: the checkpoint lags by up to one interval plus the
+        time its write takes; three intervals leaves room for a slow write."""
+        return self.checkpoint_every * 3
+
+    def prepare_storage(self, root: str) -> None:
+        self.root = root
+
+    def checkpoint_directory(self, time_ms: int) -> str:
+        if self.root is None:
+            raise RuntimeError(f"{self.label} has no storage directory; start() prepares it")
+        return checkpoint_dir(self.root, self.stream_key, time_ms)
+
+    def compute(self, time: Time) -> RDD[Any] | None:
+        if self.zero_time is None:
+            raise RuntimeError(f"{self.label} computed before start()")
+        previous_time = time - self.slide_duration
+        # Only a remembered previous state is stepped from: computing it afresh would rebuild
+        # every older state in turn. Without it (first interval, after a restart, or if it
+        # was forgotten) the state is rebuilt from the last checkpoint.
+        previous = self.generated.get(previous_time)
+        with self._lock:
+            base = self.published_ms
+        rdd: RDD[Any] | None
+        if previous is not None and self._built_on.get(previous_time) == base:
+            rdd, built_on = self.step(time, previous), base
+        else:
+            rdd, built_on = self.rebuild(time, base), base
+            if rdd is None:
+                if previous is None:
+                    raise RuntimeError(
+                        f"{self.label} cannot rebuild interval {time}: the inputs since its "
+                        f"checkpoint at {base} ms are gone and no previous state exists"
+                    )
+                # Inputs since the new checkpoint are no longer remembered: keep stepping.
+                rdd, built_on = self.step(time, previous), self._built_on.get(previous_time)
+        self._built_on[time] = built_on
+        self.restoring = False
+        return rdd
+
+    def available(self, stream: DStreamCore[Any], times: Iterable[Time], now: Time) -> bool:
+        """Whether ``stream``'s RDDs of ``times`` can be used by a rebuild at ``now``: remembered
+        (normal operation), or recomputable from durable input (restoring)."""
+        if self.restoring:
+            return True
+        return all(t == now or stream.can_compute(t) for t in times)
+
+    def read_checkpoint(self, base_ms: int) -> RDD[Any]:
+        """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
+        directory = self.checkpoint_directory(base_ms)
+        marks = self._ssc.section_marks.get(self.num_partitions)
+        return marks.mapPartitionsWithIndex(
+            lambda i, _: iter(read_partition(partition_path(directory, i))),
+            preservesPartitioning=True,
+        )
+
+    def on_batch_completed(self, time: Time) -> None:
+        if self.zero_time is None or (time - self.zero_time).ms % self.checkpoint_every.ms:
+            return
+        rdd = self.generated.get(time)
+        if rdd is not None:
+            self._ssc.checkpointer.submit(self, time, rdd)
+
+    def checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
+        """Run by the checkpointer's thread: write, mark complete, publish."""
+        directory = self.checkpoint_directory(time.ms)
+        fs = filesystem_for(directory, self._ssc.sparkContext)
+        if not fs.exists(f"{directory}/{COMPLETE}"):
+            self.write_checkpoint(time, rdd, directory)
+            fs.write_bytes(f"{directory}/{COMPLETE}", b"")
+        with self._lock:
+            if self.published_ms is None or time.ms > self.published_ms:
+                self.published_ms = time.ms
+
+    def live_checkpoints(self) -> set[int]:
+        """Checkpoints still needed: the published one and those remembered RDDs were built on."""
+        with self._lock:
+            live = {ms for ms in self._built_on.values() if ms is not None}
+            if self.published_ms is not None:
+                live.add(self.published_ms)
+        return live
+
+    def delete_unused_checkpoints(self, keep: set[int]) -> None:
+        """Delete checkpoints older than the newest live one, unless in ``keep``
+        (referenced by a metadata record still on disk)."""
+        if self.root is None:
+            return
+        live = self.live_checkpoints() | keep
+        if not live:
+            return
+        parent = f"{self.root.rstrip('/')}/state-{self.stream_key}"
+        fs = filesystem_for(parent, self._ssc.sparkContext)
+        newest = max(live)
+        for name in fs.list_names(parent):
+            if name.isdigit() and int(name) < newest and int(name) not in live:
+                fs.delete(f"{parent}/{name}")
+
+    def can_compute(self, time: Time) -> bool:
+        # A state's past RDD is rebuilt only through compute()'s own rules.
+        return time in self.generated
+
+    def clear_metadata(self, time: Time) -> None:
+        super().clear_metadata(time)
+        with self._lock:
+            for t in [t for t in self._built_on if t not in self.generated]:
+                del self._built_on[t]
+
+    # ---- what the metadata journal records -----------------------------------------------
+    def shape(self) -> dict[str, Any]:
+        """What a restored checkpoint must agree with to be reused by changed code."""
+        return {
+            "kind": type(self).__name__,
+            "partitions": self.num_partitions,
+            "slide_ms": self.slide_duration.ms,
+        }
+
+    def journal_state(self) -> dict[str, Any] | None:
+        return {"checkpoint_ms": self.published_ms, "key": self.stream_key, "shape": self.shape()}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        if state["shape"] != self.shape():
+            theirs, ours = state["shape"], self.shape()
+            diff = ", ".join(
+                f"{k}: {theirs.get(k)!r} then, {ours.get(k)!r} now"
+                for k in sorted(set(theirs) | set(ours))
+                if theirs.get(k) != ours.get(k)
+            )
+            raise ValueError(
+                f"the state of {self.label} cannot be restored into the changed program "
+                f"({diff}); keep those settings, or start from a new checkpoint directory"
+            )
+        self.published_ms = state.get("checkpoint_ms")
+        self._stream_key = state["key"]
+        self.restoring = True

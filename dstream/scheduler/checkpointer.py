@@ -1,0 +1,107 @@
+"""Runs state checkpoints in the background, one at a time, off the path of every interval.
+
+A state stream asks for a checkpoint when an interval that is due has completed; the
+checkpointer's thread runs the write job in its own Spark job group, then tells the stream
+(which starts rebuilding from it) and the context (which records it in the metadata journal
+before older checkpoints may be deleted). A stream whose previous checkpoint is still being
+written skips this one rather than queueing behind itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD, SparkContext
+
+    from dstream.operators.checkpointed import StateStream
+
+__all__ = ["Checkpointer"]
+
+log = logging.getLogger(__name__)
+
+
+class Checkpointer:
+    def __init__(
+        self,
+        sc: SparkContext,
+        group_prefix: str,
+        on_written: Callable[[StateStream, Time], None],
+    ) -> None:
+        self._sc = sc
+        self._group_prefix = group_prefix
+        self._on_written = on_written
+        self._queue: queue.Queue[tuple[StateStream, Time, RDD[Any]] | None] = queue.Queue()
+        self._in_flight: set[int] = set()
+        self._lock = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._current_group: str | None = None
+        self._stopping = False
+        self.completed: list[tuple[int, Time, float]] = []  # (stream id, time, seconds)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="dstream-checkpointer", daemon=True)
+        self._thread.start()
+
+    def submit(self, stream: StateStream, time: Time, rdd: RDD[Any]) -> bool:
+        with self._lock:
+            if stream.id in self._in_flight or self._thread is None:
+                return False
+            self._in_flight.add(stream.id)
+        self._queue.put((stream, time, rdd))
+        return True
+
+    def wait_idle(self, timeout_s: float | None = None) -> bool:
+        """Block until no checkpoint is queued or running (tests, graceful stop)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._in_flight, timeout_s)
+
+    def stop(self, graceful: bool) -> None:
+        if self._thread is None:
+            return
+        self._stopping = True
+        if graceful:
+            self.wait_idle(120)
+        else:
+            group = self._current_group
+            if group is not None:
+                self._sc.cancelJobGroup(group)
+        self._queue.put(None)
+        self._thread.join(timeout=120)
+        self._thread = None
+
+    def _run(self) -> None:
+        import time as _time
+
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            stream, time, rdd = item
+            began = _time.perf_counter()
+            try:
+                self._current_group = f"{self._group_prefix}-checkpoint-{stream.id}-{time.ms}"
+                self._sc.setJobGroup(
+                    self._current_group, f"dstream checkpoint of {stream.label} at {time.ms} ms"
+                )
+                stream.checkpoint_now(time, rdd)
+                self.completed.append((stream.id, time, _time.perf_counter() - began))
+                self._on_written(stream, time)
+            except Exception:
+                if self._stopping:
+                    log.info("checkpoint of %s at %s cancelled by stop()", stream, time)
+                else:
+                    log.exception(
+                        "checkpoint of %s at %s failed; the previous one stays", stream, time
+                    )
+            finally:
+                self._current_group = None
+                with self._lock:
+                    self._in_flight.discard(stream.id)
+                    self._lock.notify_all()

@@ -1,0 +1,186 @@
+"""The driver's metadata journal: what a restarted driver needs to carry on.
+
+Every interval the driver writes a record — the graph and the user functions, the batch
+interval, the last checkpoint of every state stream, the files each input interval read,
+pending and completed intervals — to a temporary file and renames it into place (atomic on
+POSIX and on HDFS). Records are numbered; the reader takes the newest one whose checksum is
+right and falls back to older ones if the newest is torn or corrupt. A rename that fails is
+an error, never a log line. Only the newest few records are kept, and a record is deleted
+only after a newer one is durable.
+
+::
+
+    <checkpoint dir>/DSTREAM                 {"format": 1}: this directory is ours
+    <checkpoint dir>/metadata/record-000000000042
+    <checkpoint dir>/metadata/record-000000000043   (newest)
+
+A record file is ``MAGIC | version (u16) | length (u64) | sha256(payload) | payload``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import struct
+import uuid
+from dataclasses import dataclass
+
+from dstream.errors import DStreamError
+from dstream.storage.filesystem import FileSystem, join
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CheckpointDirectoryError",
+    "MetadataJournal",
+    "decode_record",
+    "encode_record",
+]
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"DSTRJRNL"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<8sHQ32s")
+MARKER = "DSTREAM"
+_PREFIX = "record-"
+
+
+class CheckpointDirectoryError(DStreamError, ValueError):
+    """A checkpoint directory that is not ours, unreadable, or from an incompatible version.
+    dstream never writes into such a directory."""
+
+
+class CorruptRecordError(DStreamError, ValueError):
+    """One metadata record is torn or corrupt (the reader then tries an older one)."""
+
+
+def encode_record(payload: bytes) -> bytes:
+    return (
+        _HEADER.pack(MAGIC, FORMAT_VERSION, len(payload), hashlib.sha256(payload).digest())
+        + payload
+    )
+
+
+def decode_record(data: bytes, name: str = "record") -> bytes:
+    if len(data) < _HEADER.size:
+        raise CorruptRecordError(f"{name}: {len(data)} bytes, shorter than a record header (torn)")
+    magic, version, length, digest = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise CorruptRecordError(f"{name}: not a dstream metadata record")
+    if version != FORMAT_VERSION:
+        raise CheckpointDirectoryError(
+            f"{name} was written by an incompatible dstream (record format {version}, this "
+            f"dstream reads format {FORMAT_VERSION}); use that version to recover it, or a new "
+            "checkpoint directory to start afresh"
+        )
+    payload = data[_HEADER.size :]
+    if len(payload) != length:
+        raise CorruptRecordError(f"{name}: {len(payload)} of {length} payload bytes (torn)")
+    if hashlib.sha256(payload).digest() != digest:
+        raise CorruptRecordError(f"{name}: checksum mismatch (corrupt)")
+    return payload
+
+
+@dataclass(frozen=True)
+class Record:
+    seq: int
+    payload: bytes
+
+
+class MetadataJournal:
+    def __init__(self, fs: FileSystem, directory: str, keep: int = 3) -> None:
+        self._fs = fs
+        self.directory = directory.rstrip("/")
+        self.meta = join(self.directory, "metadata")
+        self._keep = keep
+        self._next_seq = 0
+
+    # ---- ownership ----------------------------------------------------------------------------
+    def check_directory(self, create: bool) -> None:
+        """Refuse a directory that is not ours or is from an incompatible version; with
+        ``create``, claim an empty (or missing) one."""
+        fs, marker = self._fs, join(self.directory, MARKER)
+        try:
+            if fs.exists(marker):
+                try:
+                    info = json.loads(fs.read_bytes(marker))
+                    version = int(info["format"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise CheckpointDirectoryError(
+                        f"{marker} is unreadable ({exc}); this directory was not written by "
+                        "dstream, or was damaged: choose another checkpoint directory"
+                    ) from exc
+                if version != FORMAT_VERSION:
+                    raise CheckpointDirectoryError(
+                        f"checkpoint directory {self.directory} has format {version}; this "
+                        f"dstream uses format {FORMAT_VERSION}. Recover it with the dstream that "
+                        "wrote it, or choose a new checkpoint directory"
+                    )
+                return
+            names = fs.list_names(self.directory) if fs.exists(self.directory) else []
+        except OSError as exc:
+            raise CheckpointDirectoryError(
+                f"checkpoint directory {self.directory} cannot be read: {exc}"
+            ) from exc
+        if names:
+            shown = ", ".join(sorted(names)[:5])
+            raise CheckpointDirectoryError(
+                f"{self.directory} is not a dstream checkpoint directory: it holds other files "
+                f"({shown}) and no {MARKER} marker. dstream will not write into it; choose an "
+                "empty or new directory"
+            )
+        if create:
+            fs.mkdirs(self.meta)
+            fs.write_bytes(marker, json.dumps({"format": FORMAT_VERSION}).encode())
+
+    # ---- records --------------------------------------------------------------------------------
+    def _seqs(self) -> list[int]:
+        seqs = []
+        for name in self._fs.list_names(self.meta):
+            if name.startswith(_PREFIX) and name[len(_PREFIX) :].isdigit():
+                seqs.append(int(name[len(_PREFIX) :]))
+        return sorted(seqs, reverse=True)
+
+    def _path(self, seq: int) -> str:
+        return join(self.meta, f"{_PREFIX}{seq:012d}")
+
+    def read_latest(self) -> Record | None:
+        """The newest valid record (None when there is none at all)."""
+        seqs = self._seqs()
+        problems = []
+        for seq in seqs:
+            path = self._path(seq)
+            try:
+                payload = decode_record(self._fs.read_bytes(path), path)
+            except CorruptRecordError as exc:
+                log.warning("skipping metadata record: %s", exc)
+                problems.append(str(exc))
+                continue
+            except OSError as exc:
+                problems.append(f"{path}: {exc}")
+                continue
+            self._next_seq = max(seqs) + 1
+            return Record(seq, payload)
+        if seqs:
+            raise CheckpointDirectoryError(
+                f"no readable metadata record in {self.meta}: " + "; ".join(problems)
+            )
+        return None
+
+    def write(self, payload: bytes) -> int:
+        """Write the next record durably (temporary file, then rename); returns its number."""
+        seq = self._next_seq
+        self._next_seq += 1
+        final = self._path(seq)
+        tmp = join(self.meta, f".{_PREFIX}{seq:012d}.tmp-{uuid.uuid4().hex}")
+        self._fs.write_bytes(tmp, encode_record(payload))
+        self._fs.rename(tmp, final)  # raises RenameError: never a silent failure
+        for old in self._seqs()[self._keep :]:
+            self._fs.delete(self._path(old))
+        return seq
+
+    def delete_stale_temporaries(self) -> None:
+        for name in self._fs.list_names(self.meta):
+            if name.startswith(f".{_PREFIX}"):
+                self._fs.delete(join(self.meta, name))

@@ -1,0 +1,227 @@
+"""Driver recovery in one process: a program runs, its context is dropped as a crash would,
+StreamingContext.getOrCreate rebuilds it from the metadata journal and the checkpoints, and
+every interval's committed output equals that of a run without the failure.
+
+Files carry explicit modification times, so which interval reads which file is fixed and the
+two runs are compared interval by interval (the subprocess kill -9 tests in tests/cluster
+compare unions, since real time decides there).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream import Duration, ManualClock, StreamingContext, Time
+from dstream.storage.journal import CheckpointDirectoryError
+
+T0 = 1_700_000_000_000
+B = 1000
+TEXTS = [
+    "to be or not to be",
+    "be quick",
+    "not now",
+    "to do or not",
+    "be be be",
+    "quick now",
+    "or not",
+    "to be",
+    "now or never",
+    "never be quick",
+    "do it now",
+    "be",
+]
+
+
+def put(in_dir: Path, i: int) -> None:
+    """File i lands in interval i: its modification time is inside [T0 + (i-1)B, T0 + iB)."""
+    hidden = in_dir / f".f{i:02d}"
+    hidden.write_text(TEXTS[i - 1] + "\n")
+    mtime = (T0 + (i - 1) * B + 500) * 1_000_000
+    os.utime(hidden, ns=(mtime, mtime))
+    hidden.rename(in_dir / f"f{i:02d}.txt")
+
+
+def program(sc: Any, clock: ManualClock, in_dir: Path, out: Path, ckpt: Path) -> StreamingContext:
+    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    ssc.checkpoint(str(ckpt))
+    words = ssc.textFileStream(str(in_dir)).flatMap(str.split)
+    pairs = words.map(lambda w: (w, 1))
+    windowed = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 3, 1)
+    windowed.checkpoint(2)
+    windowed.saveAsTextFiles(str(out / "window"))
+    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new))
+    totals.checkpoint(2)
+    totals.saveAsTextFiles(str(out / "totals"))
+    sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 100)
+    sessions.checkpoint(2)
+    sessions.saveAsTextFiles(str(out / "track"))
+    words.saveAsTextFiles(str(out / "words"))
+    return ssc
+
+
+def outputs(out: Path) -> dict[str, list[str]]:
+    result = {}
+    for name in sorted(os.listdir(out)):
+        lines: list[str] = []
+        for part in sorted((out / name).glob("part-*")):
+            lines.extend(part.read_text().splitlines())
+        result[name] = sorted(lines)
+    return result
+
+
+def run(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
+    ssc.start()
+    while clock.now().ms < T0 + upto * B:
+        clock.advance(B)
+    assert ssc.wait_for_batch(Time(T0 + upto * B), 120)
+    ssc.awaitTerminationOrTimeout(0)  # raises if any interval failed
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    d = {name: tmp_path / name for name in ("in", "out", "ckpt", "ref_out", "ref_ckpt")}
+    for path in d.values():
+        path.mkdir()
+    return d
+
+
+@pytest.mark.parametrize("down_for", [0, 3])
+def test_a_restarted_driver_resumes_with_identical_output(
+    sc: Any, dirs: dict[str, Path], down_for: int
+) -> None:
+    total, crash_after = 12, 6
+    for i in range(1, total + 1):
+        put(dirs["in"], i)
+
+    # Reference: no failure.
+    clock = ManualClock(T0)
+    ref = program(sc, clock, dirs["in"], dirs["ref_out"], dirs["ref_ckpt"])
+    run(ref, clock, total)
+    ref.stop(stopSparkContext=False)
+    expected = outputs(dirs["ref_out"])
+    assert len(expected) == 4 * total
+
+    # Crash after `crash_after` intervals: the context is abandoned, nothing is flushed.
+    clock = ManualClock(T0)
+    first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    run(first, clock, crash_after)
+    first.checkpointer.wait_idle(60)
+    first.stop(stopSparkContext=False)
+
+    # The driver comes back `down_for` intervals later and catches up.
+    clock2 = ManualClock(T0 + (crash_after + down_for) * B)
+    setup_calls: list[int] = []
+
+    def setup() -> StreamingContext:
+        setup_calls.append(1)
+        return program(sc, clock2, dirs["in"], dirs["out"], dirs["ckpt"])
+
+    resumed = StreamingContext.getOrCreate(str(dirs["ckpt"]), setup, sc, clock=clock2)
+    assert setup_calls == [] and resumed.restored
+    run(resumed, clock2, total)
+    resumed.stop(stopSparkContext=False)
+
+    got = outputs(dirs["out"])
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        assert got[name] == expected[name], name
+
+
+def test_changed_code_binds_state_by_name_or_explains_what_differs(
+    sc: Any, dirs: dict[str, Path]
+) -> None:
+    for i in range(1, 5):
+        put(dirs["in"], i)
+    clock = ManualClock(T0)
+
+    def build(partitions: int, name: str) -> StreamingContext:
+        ssc = StreamingContext(sc, Duration(B), clock=clock)
+        ssc.checkpoint(str(dirs["ckpt"]))
+        pairs = ssc.textFileStream(str(dirs["in"])).flatMap(str.split).map(lambda w: (w, 1))
+        totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), partitions)
+        totals.setName(name).checkpoint(2)
+        totals.saveAsTextFiles(str(dirs["out"] / "totals"))
+        return ssc
+
+    first = build(2, "totals")
+    run(first, clock, 4)
+    first.checkpointer.wait_idle(60)
+    first.stop(stopSparkContext=False)
+
+    with pytest.raises(
+        ValueError,
+        match=r"cannot be restored into the changed program \(partitions: 2 then, 3 now\)",
+    ):
+        StreamingContext.getOrCreate(
+            str(dirs["ckpt"]), lambda: build(3, "totals"), sc, rebuildGraph=True
+        )
+    with pytest.raises(
+        ValueError, match=r"no stream named 'totals' whose state or input the checkpoint holds"
+    ):
+        StreamingContext.getOrCreate(
+            str(dirs["ckpt"]), lambda: build(2, "renamed"), sc, rebuildGraph=True
+        )
+
+    put(dirs["in"], 5)
+    resumed = StreamingContext.getOrCreate(
+        str(dirs["ckpt"]), lambda: build(2, "totals"), sc, rebuildGraph=True
+    )
+    clock.advance(0)
+    run(resumed, clock, 5)
+    resumed.stop(stopSparkContext=False)
+    final = outputs(dirs["out"])[f"totals-{T0 + 5 * B}"]
+    words = " ".join(TEXTS[:5]).split()
+    assert final == sorted(f"('{w}', {words.count(w)})" for w in set(words))
+
+
+def test_a_checkpoint_directory_that_is_not_ours_is_refused(sc: Any, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(CheckpointDirectoryError, match="is not a dstream checkpoint directory"):
+        StreamingContext.getOrCreate(str(tmp_path), lambda: StreamingContext(sc, 1), sc)
+    ssc = StreamingContext(sc, 1)
+    ssc.checkpoint(str(tmp_path))
+    ssc.queueStream([[1]]).pprint()
+    with pytest.raises(CheckpointDirectoryError, match="is not a dstream checkpoint directory"):
+        ssc.start()
+    assert os.listdir(tmp_path) == ["notes.txt"]
+
+
+def test_a_fresh_program_will_not_overwrite_another_programs_checkpoint(
+    sc: Any, dirs: dict[str, Path]
+) -> None:
+    clock = ManualClock(T0)
+    put(dirs["in"], 1)
+    first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    run(first, clock, 1)
+    first.stop(stopSparkContext=False)
+    second = program(sc, ManualClock(T0), dirs["in"], dirs["ref_out"], dirs["ckpt"])
+    with pytest.raises(
+        CheckpointDirectoryError,
+        match=r"already holds the metadata of a streaming program; resume it with StreamingContext.getOrCreate",
+    ):
+        second.start()
+
+
+def test_a_queue_stream_cannot_be_recovered(sc: Any, tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+
+    def build() -> StreamingContext:
+        ssc = StreamingContext(sc, Duration(B), clock=clock)
+        ssc.checkpoint(str(tmp_path))
+        ssc.queueStream([[1], [2]]).pprint()
+        return ssc
+
+    first = build()
+    run(first, clock, 1)
+    first.stop(stopSparkContext=False)
+    resumed = StreamingContext.getOrCreate(str(tmp_path), build, sc, clock=clock)
+    with pytest.raises(
+        ValueError,
+        match="cannot be recovered after a driver failure: its RDDs lived in the old driver",
+    ):
+        resumed.start()

@@ -1,0 +1,106 @@
+"""The metadata journal's format and its reader: newest valid record wins, torn or corrupt
+records are skipped, foreign or incompatible directories are refused and left untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from dstream.storage.filesystem import LocalFileSystem, RenameError
+from dstream.storage.journal import (
+    CheckpointDirectoryError,
+    CorruptRecordError,
+    MetadataJournal,
+    decode_record,
+    encode_record,
+)
+
+
+def journal(path: Path, keep: int = 3) -> MetadataJournal:
+    j = MetadataJournal(LocalFileSystem(), str(path), keep=keep)
+    j.check_directory(create=True)
+    return j
+
+
+def test_encode_decode_round_trip_and_damage_detection() -> None:
+    data = encode_record(b"payload")
+    assert decode_record(data) == b"payload"
+    with pytest.raises(CorruptRecordError, match="torn"):
+        decode_record(data[:-2])
+    with pytest.raises(CorruptRecordError, match="checksum mismatch"):
+        decode_record(data[:-1] + b"X")
+    with pytest.raises(CorruptRecordError, match="shorter than a record header"):
+        decode_record(data[:10])
+    with pytest.raises(CorruptRecordError, match="not a dstream metadata record"):
+        decode_record(b"Z" * 60)
+    future = bytearray(data)
+    future[8] = 9  # the version field
+    with pytest.raises(CheckpointDirectoryError, match=r"incompatible dstream .record format 9"):
+        decode_record(bytes(future))
+
+
+def test_newest_record_wins_and_old_ones_are_pruned(tmp_path: Path) -> None:
+    j = journal(tmp_path, keep=2)
+    assert j.read_latest() is None
+    for i in range(5):
+        assert j.write(f"r{i}".encode()) == i
+    record = j.read_latest()
+    assert record is not None and (record.seq, record.payload) == (4, b"r4")
+    assert sorted(os.listdir(tmp_path / "metadata")) == [
+        "record-000000000003",
+        "record-000000000004",
+    ]
+
+
+def test_a_torn_newest_record_falls_back_to_the_previous(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    j.write(b"good")
+    j.write(b"newer")
+    newest = tmp_path / "metadata" / "record-000000000001"
+    newest.write_bytes(newest.read_bytes()[:-3])  # torn write
+    record = journal(tmp_path).read_latest()
+    assert record is not None and record.payload == b"good"
+    # A reopened journal continues numbering after the newest file, torn or not.
+    j2 = journal(tmp_path)
+    j2.read_latest()
+    assert j2.write(b"next") == 2
+
+
+def test_all_records_corrupt_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    j.write(b"x")
+    (tmp_path / "metadata" / "record-000000000000").write_bytes(b"garbage")
+    with pytest.raises(CheckpointDirectoryError, match="no readable metadata record"):
+        journal(tmp_path).read_latest()
+
+
+def test_a_foreign_directory_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("precious")
+    with pytest.raises(
+        CheckpointDirectoryError,
+        match=r"is not a dstream checkpoint directory: it holds other files .data\.csv.",
+    ):
+        journal(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == ["data.csv"]
+
+
+def test_an_incompatible_or_unreadable_marker_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "DSTREAM").write_text(json.dumps({"format": 7}))
+    with pytest.raises(CheckpointDirectoryError, match="has format 7; this dstream uses format 1"):
+        journal(tmp_path)
+    (tmp_path / "DSTREAM").write_text("not json")
+    with pytest.raises(CheckpointDirectoryError, match="DSTREAM is unreadable"):
+        journal(tmp_path)
+
+
+def test_a_failed_rename_is_an_error(tmp_path: Path) -> None:
+    j = journal(tmp_path)
+    j.write(b"a")
+    # Something else already put a file where record 1 goes: the rename must fail loudly.
+    (tmp_path / "metadata" / "record-000000000001").write_text("squatter")
+    with pytest.raises(RenameError, match="destination exists"):
+        j.write(b"b")
+    assert (tmp_path / "metadata" / "record-000000000001").read_text() == "squatter"
