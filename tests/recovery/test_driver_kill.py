@@ -28,7 +28,7 @@ import pytest
 
 APP = Path(__file__).resolve().parents[2] / "apps" / "recoverable.py"
 FILES, LINES_PER_FILE = 60, 4
-WORDS = ("to be or not that is the question whether tis nobler in mind").split(" ")
+WORDS = ("to be or not that is the question whether tis nobler in mind").split()
 
 pytestmark = pytest.mark.slow
 
