@@ -60,6 +60,8 @@ class DStreamCore(Generic[T]):
         self.storage_level: StorageLevel | None = None
         self.checkpoint_interval: Duration | None = None
         self.stream_name: str | None = None
+        # For the stream a state operator returns: the state stream its checkpoint() sets.
+        self.checkpoint_target: DStreamCore[Any] | None = None
         self.id = ssc._graph.register(self)
         self._init_transient()
         # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
@@ -233,8 +235,14 @@ class DStreamCore(Generic[T]):
 
     # ---- user-visible mechanism -----------------------------------------------------------
     def checkpoint(self, interval: object) -> DStreamCore[T]:
-        """Checkpoint this stream's RDDs every ``interval`` (a multiple of its slide)."""
+        """Checkpoint this stream's RDDs every ``interval`` (a multiple of its slide).
+
+        On the stream a window or state operator returned, this sets the interval of the
+        state behind it (its lineage is what checkpoints cut)."""
         self._ssc._check_can_add("checkpoint")
+        if self.checkpoint_target is not None:
+            self.checkpoint_target.checkpoint(interval)
+            return self
         duration = to_duration(interval, "checkpoint interval")
         if not duration.is_multiple_of(self.slide_duration):
             raise ValueError(

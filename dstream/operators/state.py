@@ -183,6 +183,7 @@ class TrackView(DStream[Any]):
     def __init__(self, state: TrackDStream) -> None:
         super().__init__(state._ssc, [state], name="track")
         self.state = state
+        self.checkpoint_target = state
 
     def compute(self, time: Time) -> RDD[Any] | None:
         deltas = self._parents[0].get_or_compute(time)
@@ -215,11 +216,6 @@ class TrackView(DStream[Any]):
             ),
             name="changes",
         )
-
-    def checkpoint(self, interval: object) -> TrackView:
-        """How often the state is compacted into a new snapshot (its checkpoint)."""
-        self.state.checkpoint(interval)
-        return self
 
     @property
     def directory(self) -> str | None:

@@ -70,10 +70,13 @@ class WindowOps(KeyedOps[T]):
                 partials, g, guard(inv_uf.fn, inv_uf.label), spec, n, ufs
             )
             result = state._rdd_op(name, lambda rdd: rdd.mapValues(operator.itemgetter(0)))
+            result.checkpoint_target = state
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
             fg = guard(fuf.fn, fuf.label)
-            result = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
+            filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
+            filtered.checkpoint_target = result.checkpoint_target
+            result = filtered
         return result
 
     def reduceByWindow(

@@ -86,8 +86,9 @@ class App:
 
     def kill9(self) -> None:
         assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
 
     def stop(self) -> None:
         """A graceful stop: SIGTERM to the driver alone (its JVM must outlive it)."""
@@ -155,24 +156,27 @@ def run(tmp_path: Path, kills: list[str]) -> tuple[Counter[str], dict[str, int],
         d.mkdir(parents=True)
     lines = input_lines()
     app = App(dirs)
-    app.start()
-    done = threading.Event()
-    writer = threading.Thread(target=write_inputs, args=(dirs["in"], lines, done))
-    writer.start()
-    rng = random.Random(11)
-    for kind in kills:
-        if kind == "random":
-            threading.Event().wait(rng.uniform(1.0, 4.0))
-        elif kind == "checkpoint":
-            wait_for(lambda: checkpoint_in_progress(dirs["ckpt"]), 120, "a checkpoint write")
-        elif kind == "commit":
-            wait_for(lambda: commit_in_progress(dirs["out"]), 120, "an output commit")
-        app.kill9()
+    try:
         app.start()
-    writer.join()
-    expected = Counter(line for file_lines in lines for line in file_lines)
-    wait_for(lambda: set(committed_lines(dirs["out"])) == set(expected), 300, "all input", 0.2)
-    app.stop()
+        done = threading.Event()
+        writer = threading.Thread(target=write_inputs, args=(dirs["in"], lines, done))
+        writer.start()
+        rng = random.Random(11)
+        for kind in kills:
+            if kind == "random":
+                threading.Event().wait(rng.uniform(1.0, 4.0))
+            elif kind == "checkpoint":
+                wait_for(lambda: checkpoint_in_progress(dirs["ckpt"]), 120, "a checkpoint write")
+            elif kind == "commit":
+                wait_for(lambda: commit_in_progress(dirs["out"]), 120, "an output commit")
+            app.kill9()
+            app.start()
+        writer.join()
+        expected = Counter(line for file_lines in lines for line in file_lines)
+        wait_for(lambda: set(committed_lines(dirs["out"])) == set(expected), 300, "all input", 0.2)
+        app.stop()
+    finally:
+        app.kill9()  # never leave a driver behind, whatever failed
     return committed_lines(dirs["out"]), final_totals(dirs["out"]), app.restored
 
 
