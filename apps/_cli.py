@@ -27,12 +27,25 @@ def parser(description: str) -> argparse.ArgumentParser:
     # Environment variables are read here, at the command-line edge, and nowhere else.
     p.add_argument("--master", default=os.environ.get("DSTREAM_MASTER", "local[2]"))
     p.add_argument("--quiet", action="store_true", help="no per-batch progress lines")
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, e.g. spark.hadoop.dfs.namenode.http-address=nn:9870 (repeatable)",
+    )
     return p
 
 
 def spark(args: argparse.Namespace, name: str) -> SparkContext:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    sc = SparkContext(conf=recommended_conf(args.master, name))
+    conf = recommended_conf(args.master, name)
+    for setting in args.conf:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--conf {setting!r} is not KEY=VALUE, e.g. spark.ui.enabled=false")
+        conf.set(key, value)
+    sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     return sc
 

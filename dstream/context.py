@@ -354,7 +354,16 @@ class StreamingContext:
         """A state checkpoint is complete: record it before anything older is deleted."""
         if self._journal_writer is not None and self._scheduler is not None:
             sched = self._scheduler
-            self._journal_writer.write(sched.last_generated, sched.completed_upto, sched.pending())
+            try:
+                self._journal_writer.write(
+                    sched.last_generated, sched.completed_upto, sched.pending()
+                )
+            except Exception as exc:
+                # Without its record the checkpoint cannot be relied on, and neither can any
+                # record after it: stop, loudly.
+                sched.halt(
+                    f"writing the metadata record for the checkpoint of {stream.label}", exc, time
+                )
 
     def _delete_unused_checkpoints(self) -> None:
         writer = self._journal_writer

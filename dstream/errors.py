@@ -7,6 +7,7 @@ from dstream.time import Time
 __all__ = [
     "ContextStateError",
     "DStreamError",
+    "HaltedError",
     "StreamingJobError",
     "UnpicklableFunctionError",
     "UserFunctionError",
@@ -50,3 +51,10 @@ class StreamingJobError(DStreamError, RuntimeError):
         self.batch_time = batch_time
         self.operation = operation
         self.traceback_text = traceback_text
+
+
+class HaltedError(StreamingJobError):
+    """The engine itself failed (for example the metadata journal could not be written) and
+    stopped generating intervals. Raised from ``awaitTermination``; call ``stop()``, fix the
+    cause, and resume with ``StreamingContext.getOrCreate``, which continues from the last
+    metadata record that was written."""

@@ -33,6 +33,7 @@ from dstream.operators.partitioned import memory_only
 from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
 from dstream.storage.checkpoint import write_partition as _write_partition
 from dstream.storage.filesystem import filesystem_for
+from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class StateStream(DStream[Any]):
         "_built_on",
         "restoring",
         "root",
+        "files",
         "_stream_key",
     )
 
@@ -77,6 +79,8 @@ class StateStream(DStream[Any]):
         # After a driver restart, old inputs may (must) be recomputed from durable input.
         self.restoring = False
         self.root = None
+        # How tasks reach the files under root (chosen by prepare_storage).
+        self.files: TaskFiles = LocalTaskFiles()
         # Names this stream's checkpoint directory; a restored stream keeps its old key.
         self._stream_key: str | None = None
 
@@ -92,8 +96,9 @@ class StateStream(DStream[Any]):
 
     def write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
         """Write ``rdd`` (the state of ``time``) under ``directory``: one file per partition."""
+        files = self.files
         rdd.mapPartitionsWithIndex(
-            lambda i, it: [_write_partition(partition_path(directory, i), list(it))]
+            lambda i, it: [_write_partition(files, partition_path(directory, i), list(it))]
         ).count()
 
     # ---- the mechanism ---------------------------------------------------------------------
@@ -112,6 +117,7 @@ class StateStream(DStream[Any]):
 
     def prepare_storage(self, root: str) -> None:
         self.root = root
+        self.files = task_files_for(root, self._ssc.sparkContext)
 
     def checkpoint_directory(self, time_ms: int) -> str:
         if self.root is None:
@@ -156,8 +162,9 @@ class StateStream(DStream[Any]):
         """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
         directory = self.checkpoint_directory(base_ms)
         marks = self._ssc.section_marks.get(self.num_partitions)
+        files = self.files
         return marks.mapPartitionsWithIndex(
-            lambda i, _: iter(read_partition(partition_path(directory, i))),
+            lambda i, _: iter(read_partition(files, partition_path(directory, i))),
             preservesPartitioning=True,
         )
 

@@ -145,7 +145,7 @@ class TrackDStream(StateStream):
         for u in times:
             rdd = events.get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
-        fns, millis = self._fns, [u.ms for u in times]
+        fns, millis, files = self._fns, [u.ms for u in times], self.files
         directory = None if base_ms is None else self.checkpoint_directory(base_ms)
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
@@ -153,7 +153,7 @@ class TrackDStream(StateStream):
             previous_delta = parts[0][0][1] if parts[0] else None
             intervals = list(zip(millis, parts[1:], strict=True))
             path = None if directory is None else snapshot_path(directory, split)
-            yield split, fold(split, previous_delta, base_ms, path, intervals, fns)
+            yield split, fold(split, previous_delta, base_ms, path, intervals, fns, files)
 
         union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)

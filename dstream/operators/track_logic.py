@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dstream.storage.state_table import StateTable, write_table
+from dstream.storage.taskfs import LocalTaskFiles, TaskFiles
 
 __all__ = ["TrackDelta", "TrackFunctions", "changes", "compact", "count", "fold", "view"]
 
@@ -57,6 +58,15 @@ class TrackDelta:
     base_path: str | None
     entries: dict[bytes, Entry] = field(default_factory=dict)
     applied_ms: int | None = None  # the last interval folded in
+    files: TaskFiles = field(default_factory=LocalTaskFiles)  # where the snapshots live
+
+    def table(self) -> StateTable:
+        """The snapshot this delta is based on (an empty one before the first compaction)."""
+        return _open_table(self.files, self.base_path)
+
+
+def _open_table(files: TaskFiles, path: str | None) -> StateTable:
+    return StateTable(None if path is None else files.local_copy(path))
 
 
 @dataclass(frozen=True)
@@ -122,16 +132,18 @@ def fold(
     base_path: str | None,
     intervals: Sequence[tuple[int, Iterable[tuple[Any, tuple[tuple[int, int], Any]]]]],
     fns: TrackFunctions,
+    files: TaskFiles | None = None,
 ) -> TrackDelta:
     """Apply ``intervals`` (batch time, tagged events), in order, on top of ``previous`` — or
     on top of the snapshot ``base_path`` alone when ``previous`` is None or older than it."""
+    files = files if files is not None else LocalTaskFiles()
     if previous is not None and previous.base_ms == base_ms:
         delta = TrackDelta(
-            partition, base_ms, base_path, dict(previous.entries), previous.applied_ms
+            partition, base_ms, base_path, dict(previous.entries), previous.applied_ms, files
         )
     else:
-        delta = TrackDelta(partition, base_ms, base_path)
-    with StateTable(base_path) as table:
+        delta = TrackDelta(partition, base_ms, base_path, files=files)
+    with delta.table() as table:
         for time_ms, events in intervals:
             _apply_interval(delta, table, time_ms, events, fns)
     return delta
@@ -143,7 +155,7 @@ def view(delta: TrackDelta) -> Iterator[tuple[Any, Any]]:
     for kb, (pickled, *_) in delta.entries.items():
         if pickled is not None:
             yield pickle.loads(kb), pickle.loads(pickled)
-    with StateTable(delta.base_path) as table:
+    with delta.table() as table:
         for kb, pickled, _ in table.scan():
             if kb not in delta.entries:
                 yield pickle.loads(kb), pickle.loads(pickled)
@@ -151,7 +163,7 @@ def view(delta: TrackDelta) -> Iterator[tuple[Any, Any]]:
 
 def count(delta: TrackDelta) -> int:
     """Live keys of the partition, from the snapshot's recorded size and the delta alone."""
-    with StateTable(delta.base_path) as table:
+    with delta.table() as table:
         n = table.count()
     for pickled, _, _, in_table in delta.entries.values():
         if pickled is not None and not in_table:
@@ -174,5 +186,6 @@ def compact(delta: TrackDelta, directory: str) -> tuple[int, str]:
     own directory; returns (partition, path)."""
     path = snapshot_path(directory, delta.partition)
     rows = {kb: (None if p is None else (p, last)) for kb, (p, last, _, _) in delta.entries.items()}
-    write_table(path, delta.base_path, rows)
+    base = None if delta.base_path is None else delta.files.local_copy(delta.base_path)
+    write_table(delta.files, path, base, rows)
     return delta.partition, path

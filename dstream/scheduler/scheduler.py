@@ -18,12 +18,14 @@ import logging
 import queue
 import threading
 import time as _time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from dstream.errors import HaltedError
 from dstream.listener import (
     BatchInfo,
     ListenerBus,
@@ -107,6 +109,7 @@ class JobScheduler:
         self._done = threading.Condition()
         self._completed: deque[Time] = deque(maxlen=1000)
         self._last_generated: Time | None = None
+        self._halted: HaltedError | None = None
         self.stats = OverheadStats()
 
     # ---- control (any thread) -------------------------------------------------------------
@@ -177,6 +180,8 @@ class JobScheduler:
         deadline = _time.monotonic() + timeout_s
         with self._done:
             while True:
+                if self._halted is not None:
+                    return  # nothing more will be generated or completed normally
                 pending_events = not self._events.empty()
                 if not self._batches and not pending_events:
                     return
@@ -196,15 +201,41 @@ class JobScheduler:
             try:
                 match event:
                     case GenerateJobs(time):
-                        self._generate(time)
+                        if self._halted is None:
+                            self._generate(time)
                     case JobStarted(time, index, at_ms):
                         self._job_started(time, index, at_ms)
                     case JobFinished(time, index, at_ms, error):
                         self._job_finished(time, index, at_ms, error)
                     case Shutdown():
                         return
-            except Exception:
-                log.exception("dstream scheduler failed handling %r", event)
+            except Exception as exc:
+                self.halt(f"handling {event!r}", exc, getattr(event, "time", None))
+
+    def halt(self, what: str, exc: BaseException, time: Time | None = None) -> None:
+        """The engine failed (not a job: a job's failure is that interval's error): stop
+        generating intervals and raise the failure from awaitTermination. Any thread."""
+        with self._done:
+            if self._halted is not None:
+                log.error("dstream: also failed %s: %s", what, exc)
+                return
+            at = time if time is not None else (self._last_generated or Time(0))
+            self._halted = HaltedError(
+                f"dstream stopped generating intervals at batch {at}: {what} failed: "
+                f"{type(exc).__name__}: {exc}. Call stop(), fix the cause, then restart with "
+                "StreamingContext.getOrCreate(checkpointPath, setup): it resumes from the last "
+                "metadata record that was written",
+                batch_time=at,
+                operation=what,
+                traceback_text="".join(traceback.format_exception(exc)),
+            )
+            self._done.notify_all()
+        log.error("%s", self._halted)
+        self._on_error(self._halted)
+
+    @property
+    def halted(self) -> HaltedError | None:
+        return self._halted
 
     def _generate(self, time: Time) -> None:
         began = _time.perf_counter()

@@ -19,12 +19,10 @@ the partition's records, so a torn or corrupted file is detected, never silently
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
-import uuid
 from typing import Any
 
-from dstream.storage.filesystem import LocalFileSystem, RenameError
+from dstream.storage.taskfs import TaskFiles
 
 __all__ = [
     "COMPLETE",
@@ -66,23 +64,11 @@ def decode(data: bytes, path: str) -> list[Any]:
     return records
 
 
-def write_partition(path: str, records: list[Any]) -> bool:
+def write_partition(files: TaskFiles, path: str, records: list[Any]) -> bool:
     """Write one partition (runs in a task). False if it was already written."""
-    fs = LocalFileSystem()
-    if fs.exists(path):
-        return False
-    directory = os.path.dirname(path)
-    fs.mkdirs(directory)
-    tmp = f"{directory}/.{os.path.basename(path)}.tmp-{uuid.uuid4().hex}"
-    fs.write_bytes(tmp, encode(records))
-    try:
-        fs.rename(tmp, path)
-    except RenameError:
-        fs.delete(tmp)
-        return False
-    return True
+    return files.publish(path, encode(records))
 
 
-def read_partition(path: str) -> list[Any]:
+def read_partition(files: TaskFiles, path: str) -> list[Any]:
     """Read one partition back (runs in a task)."""
-    return decode(LocalFileSystem().read_bytes(path), path)
+    return decode(files.read_bytes(path), path)

@@ -256,11 +256,16 @@ class HadoopFileSystem:
         try:
             self._fc.rename(self._path(src), self._path(dst), options)
         except Exception as exc:
-            text = str(exc)
-            reason = "the destination exists" if "FileAlreadyExists" in text else text[:500]
+            # With Rename.NONE an existing destination of any kind is refused (HDFS words
+            # it differently for files and directories); say so plainly.
+            if self._fs.exists(self._path(dst)):
+                raise RenameError(
+                    errno.EEXIST, f"cannot rename {src} to {dst}: the destination exists"
+                ) from exc
+            java = getattr(exc, "java_exception", None)
+            reason = str(java.getMessage()) if java is not None else str(exc)
             raise RenameError(
-                errno.EEXIST if "FileAlreadyExists" in text else errno.EIO,
-                f"cannot rename {src} to {dst}: {reason}",
+                errno.EIO, f"cannot rename {src} to {dst}: {reason.splitlines()[0][:500]}"
             ) from exc
 
 

@@ -18,8 +18,10 @@ import contextlib
 import os
 import shutil
 import sqlite3
-import uuid
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+
+from dstream.storage.taskfs import TaskFiles
 
 __all__ = ["StateTable", "write_table"]
 
@@ -88,26 +90,31 @@ class StateTable:
 
 
 def write_table(
-    path: str, base: str | None, changes: Mapping[bytes, tuple[bytes, int] | None]
+    files: TaskFiles,
+    path: str,
+    base: str | None,
+    changes: Mapping[bytes, tuple[bytes, int] | None],
 ) -> bool:
     """Publish the snapshot ``base`` + ``changes`` (``None`` deletes a key) at ``path``.
 
-    Written to a temporary file in the same directory and renamed into place only when
-    complete. Returns False if ``path`` already exists (a retried or speculative task: the
-    content is deterministic, so the first copy stands).
+    ``base`` is a local file (see :meth:`TaskFiles.local_copy`); the new snapshot is built
+    in a local temporary file and published through ``files`` only when complete. Returns
+    False if ``path`` already exists (a retried or speculative task: the content is
+    deterministic, so the first copy stands).
     """
-    if os.path.exists(path):
+    if files.exists(path):
         return False
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}")
+    fd, tmp = tempfile.mkstemp(prefix=".dstream-snapshot-", suffix=".sqlite")
+    os.close(fd)
     try:
         if base is not None:
             shutil.copyfile(base, tmp)
+        else:
+            os.unlink(tmp)  # SQLite creates it
         db = sqlite3.connect(tmp, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=OFF")
-            db.execute("PRAGMA synchronous=OFF")  # durability comes from the fsync below
+            db.execute("PRAGMA synchronous=OFF")  # durability comes from the publish step
             if base is None:
                 for stmt in _SCHEMA:
                     db.execute(stmt)
@@ -122,16 +129,7 @@ def write_table(
             db.execute("COMMIT")
         finally:
             db.close()
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # fails if path exists: never replaces a published snapshot
-        except FileExistsError:
-            return False
-        return True
+        return files.publish_file(path, tmp)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

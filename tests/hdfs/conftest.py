@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
@@ -28,3 +30,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def hdfs_cluster() -> Iterator[MiniHdfsCluster]:
     with MiniHdfsCluster(datanodes=2, replication=2) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def hdfs_sc(sc: Any, hdfs_cluster: MiniHdfsCluster) -> Any:
+    """The session SparkContext, told what a cluster's hdfs-site.xml would tell it: the
+    replication our 2 DataNodes allow, and where the NameNode serves WebHDFS (which the
+    tasks that write state checkpoints use)."""
+    conf = sc._jsc.hadoopConfiguration()
+    conf.set("dfs.replication", "2")
+    conf.set("dfs.namenode.http-address", urlparse(hdfs_cluster.webhdfs_uri).netloc)
+    return sc

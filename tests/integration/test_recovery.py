@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
+from dstream.errors import HaltedError
 from dstream.storage.journal import CheckpointDirectoryError
 
 T0 = 1_700_000_000_000
@@ -46,21 +47,23 @@ def put(in_dir: Path, i: int) -> None:
     hidden.rename(in_dir / f"f{i:02d}.txt")
 
 
-def program(sc: Any, clock: ManualClock, in_dir: Path, out: Path, ckpt: Path) -> StreamingContext:
+def program(sc: Any, clock: ManualClock, in_dir: Any, out: Any, ckpt: Any) -> StreamingContext:
+    """The program under test; its directories are local paths or URIs (hdfs://...)."""
+    in_dir, out, ckpt = str(in_dir), str(out), str(ckpt)
     ssc = StreamingContext(sc, Duration(B), clock=clock)
-    ssc.checkpoint(str(ckpt))
-    words = ssc.textFileStream(str(in_dir)).flatMap(str.split)
+    ssc.checkpoint(ckpt)
+    words = ssc.textFileStream(in_dir).flatMap(str.split)
     pairs = words.map(lambda w: (w, 1))
     windowed = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 3, 1)
     windowed.checkpoint(2)
-    windowed.saveAsTextFiles(str(out / "window"))
+    windowed.saveAsTextFiles(f"{out}/window")
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new))
     totals.checkpoint(2)
-    totals.saveAsTextFiles(str(out / "totals"))
+    totals.saveAsTextFiles(f"{out}/totals")
     sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 100)
     sessions.checkpoint(2)
-    sessions.saveAsTextFiles(str(out / "track"))
-    words.saveAsTextFiles(str(out / "words"))
+    sessions.saveAsTextFiles(f"{out}/track")
+    words.saveAsTextFiles(f"{out}/words")
     return ssc
 
 
@@ -225,3 +228,27 @@ def test_a_queue_stream_cannot_be_recovered(sc: Any, tmp_path: Path) -> None:
         match="cannot be recovered after a driver failure: its RDDs lived in the old driver",
     ):
         resumed.start()
+
+
+def test_a_metadata_record_that_cannot_be_renamed_stops_the_program_loudly(
+    sc: Any, dirs: dict[str, Path]
+) -> None:
+    """A squatter on the next record's name makes the rename fail: the engine stops
+    generating intervals and awaitTermination says why — it never carries on unjournaled."""
+    for i in range(1, 4):
+        put(dirs["in"], i)
+    clock = ManualClock(T0)
+    ssc = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    run(ssc, clock, 1)
+    meta = dirs["ckpt"] / "metadata"
+    newest = max(int(n.split("-")[1]) for n in os.listdir(meta) if n.startswith("record-"))
+    squatter = meta / f"record-{newest + 1:012d}"
+    squatter.write_text("not a record")
+    clock.advance(B)
+    with pytest.raises(HaltedError, match=r"stopped generating intervals.*destination exists"):
+        ssc.awaitTerminationOrTimeout(60)
+    assert squatter.read_text() == "not a record"  # never overwritten
+    assert ssc.scheduler.halted is not None
+    clock.advance(5 * B)
+    assert not ssc.wait_for_batch(Time(T0 + 3 * B), 1)  # nothing runs unjournaled
+    ssc.stop(stopSparkContext=False)

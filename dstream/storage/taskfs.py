@@ -1,0 +1,295 @@
+"""Files that *tasks* read and write: state checkpoints and track()'s snapshots.
+
+The driver reaches any Hadoop file system through its JVM (:mod:`dstream.storage.filesystem`),
+but a task runs in a Python worker with no JVM gateway. So a task gets a small picklable
+handle, chosen on the driver for the checkpoint directory:
+
+* :class:`LocalTaskFiles` for local paths (the embedded default, and shared mounts);
+* :class:`WebHdfsTaskFiles` for ``hdfs://`` paths: WebHDFS through the ``hdfs`` package,
+  against the NameNode that the ``hdfs://`` URI names. Its HTTP address comes from the
+  Hadoop configuration the driver's SparkContext sees (``dstream.webhdfs.url``, else
+  ``dfs.namenode.http-address``, else the URI's host on Hadoop's default port 9870), so a
+  cluster's ``hdfs-site.xml`` (or ``--conf spark.hadoop.dfs.namenode.http-address=...``)
+  is all it takes.
+
+Every publish is "write a temporary name, then rename without replacing": a retried or
+speculative task that finds the file already there stops (the content is deterministic).
+Immutable files that a task needs as a local file (SQLite snapshots) are downloaded once
+into a per-worker cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from urllib.parse import urlparse
+
+from dstream.storage.filesystem import LocalFileSystem, RenameError
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+__all__ = [
+    "LocalTaskFiles",
+    "TaskFiles",
+    "WebHdfsTaskFiles",
+    "task_files_for",
+    "webhdfs_url",
+]
+
+_T = TypeVar("_T")
+WEBHDFS_URL_KEY = "dstream.webhdfs.url"
+DEFAULT_NAMENODE_HTTP_PORT = 9870
+
+
+class TaskFiles(Protocol):
+    def exists(self, path: str) -> bool: ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def publish(self, path: str, data: bytes) -> bool:
+        """Create ``path`` with ``data`` unless it exists; False if it did."""
+        ...
+
+    def publish_file(self, path: str, local_file: str) -> bool:
+        """Copy the local file to ``path`` unless it exists; False if it did."""
+        ...
+
+    def local_copy(self, path: str) -> str:
+        """A local file with ``path``'s content (``path`` must never change once written)."""
+        ...
+
+
+def _tmp_name(path: str) -> str:
+    directory, _, name = path.rpartition("/")
+    return f"{directory}/.{name}.tmp-{uuid.uuid4().hex}"
+
+
+@dataclass(frozen=True)
+class LocalTaskFiles:
+    def exists(self, path: str) -> bool:
+        return LocalFileSystem().exists(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        return LocalFileSystem().read_bytes(path)
+
+    def publish(self, path: str, data: bytes) -> bool:
+        fs = LocalFileSystem()
+        if fs.exists(path):
+            return False
+        fs.mkdirs(os.path.dirname(path))
+        tmp = _tmp_name(path)
+        fs.write_bytes(tmp, data)
+        return self._rename(fs, tmp, path)
+
+    def publish_file(self, path: str, local_file: str) -> bool:
+        fs = LocalFileSystem()
+        if fs.exists(path):
+            return False
+        fs.mkdirs(os.path.dirname(path))
+        tmp = _tmp_name(path)
+        shutil.copyfile(local_file, tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return self._rename(fs, tmp, path)
+
+    @staticmethod
+    def _rename(fs: LocalFileSystem, tmp: str, path: str) -> bool:
+        try:
+            fs.rename(tmp, path)
+        except RenameError:
+            fs.delete(tmp)
+            if fs.exists(path):
+                return False  # another attempt published it first
+            raise
+        return True
+
+    def local_copy(self, path: str) -> str:
+        return path
+
+
+_clients: dict[tuple[str, str], Any] = {}
+_clients_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class WebHdfsTaskFiles:
+    """``hdfs://`` paths through WebHDFS at ``url`` (``http://namenode:port``) as ``user``."""
+
+    url: str
+    user: str
+    cache_dir: str | None = None  # where downloaded snapshots are kept (default: temp dir)
+
+    def _client(self) -> Any:
+        key = (self.url, self.user)
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                from hdfs import InsecureClient
+
+                client = _clients[key] = InsecureClient(self.url, user=self.user)
+            return client
+
+    @staticmethod
+    def _hpath(path: str) -> str:
+        parsed = urlparse(path)
+        if parsed.scheme != "hdfs":
+            raise ValueError(f"{path!r} is not an hdfs:// path")
+        return parsed.path or "/"
+
+    def exists(self, path: str) -> bool:
+        return _retrying(lambda: self._client().status(self._hpath(path), strict=False)) is not None
+
+    def read_bytes(self, path: str) -> bytes:
+        def read() -> bytes:
+            with self._client().read(self._hpath(path)) as reader:
+                data: bytes = reader.read()
+            return data
+
+        return _retrying(read)
+
+    def publish(self, path: str, data: bytes) -> bool:
+        return self._publish(path, lambda client, tmp: client.write(tmp, data=data))
+
+    def publish_file(self, path: str, local_file: str) -> bool:
+        return self._publish(path, lambda client, tmp: client.upload(tmp, local_file))
+
+    def _publish(self, path: str, write: Any) -> bool:
+        from hdfs.util import HdfsError
+
+        client = self._client()
+        target = self._hpath(path)
+        if client.status(target, strict=False) is not None:
+            return False
+        tmp = _tmp_name(target)
+
+        def attempt() -> None:
+            try:
+                write(client, tmp)  # WebHDFS CREATE makes the parent directories
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    client.delete(tmp)
+                raise
+
+        _retrying(attempt)
+        try:
+            client.rename(tmp, target)
+        except HdfsError:
+            client.delete(tmp)
+            if client.status(target, strict=False) is not None:
+                return False  # another attempt published it first
+            raise
+        return True
+
+    def local_copy(self, path: str) -> str:
+        # Snapshots are immutable once published, so a copy keyed by the path stays valid.
+        digest = hashlib.sha256(path.encode()).hexdigest()[:32]
+        root = self.cache_dir or os.path.join(tempfile.gettempdir(), "dstream-hdfs-cache")
+        directory = os.path.join(root, digest[:2])
+        local = os.path.join(directory, digest)
+        if os.path.exists(local):
+            return local
+        os.makedirs(directory, exist_ok=True)
+        tmp = f"{local}.tmp-{uuid.uuid4().hex}"
+        try:
+            _retrying(lambda: self._client().download(self._hpath(path), tmp, overwrite=True))
+            os.replace(tmp, local)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        _trim_cache(root)
+        return local
+
+
+_CACHE_LIMIT_BYTES = 2 << 30
+_RETRIES = 8
+
+
+def _retrying(action: Callable[[], _T]) -> _T:
+    """Run ``action``, again after a pause when a DataNode (or the NameNode) refused the
+    connection: until the NameNode declares a crashed DataNode dead (tens of seconds) it may
+    still redirect a WebHDFS request there; the next redirect usually picks a live one."""
+    from requests.exceptions import ConnectionError as RequestsConnectionError
+
+    pause = 0.25
+    for attempt in range(_RETRIES):
+        try:
+            return action()
+        except RequestsConnectionError:
+            if attempt == _RETRIES - 1:
+                raise
+            threading.Event().wait(pause)
+            pause = min(pause * 2, 8.0)
+    raise AssertionError("unreachable")
+
+
+def _trim_cache(root: str) -> None:
+    """Keep the download cache under a size limit, dropping the least recently used files."""
+    files = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                st = os.stat(path)
+                files.append((st.st_atime, st.st_size, path))
+    total = sum(size for _, size, _ in files)
+    for _, size, path in sorted(files):
+        if total <= _CACHE_LIMIT_BYTES:
+            break
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        total -= size
+
+
+def webhdfs_url(sc: SparkContext, uri: str) -> str:
+    """The WebHDFS address of the NameNode that ``uri`` (``hdfs://host:port/...``) names."""
+    conf = sc._jsc.hadoopConfiguration()
+    explicit = conf.get(WEBHDFS_URL_KEY)
+    if explicit:
+        return str(explicit).rstrip("/")
+    host = urlparse(uri).hostname or "localhost"
+    address = conf.get("dfs.namenode.http-address")
+    if address:
+        http_host, _, port = str(address).rpartition(":")
+        if http_host in ("", "0.0.0.0"):
+            http_host = host
+        return f"http://{http_host}:{port}"
+    return f"http://{host}:{DEFAULT_NAMENODE_HTTP_PORT}"
+
+
+def task_files_for(directory: str, sc: SparkContext) -> TaskFiles:
+    """The task-side handle for files under ``directory``; checks that tasks can reach it."""
+    scheme = urlparse(directory).scheme
+    if scheme in ("", "file"):
+        return LocalTaskFiles()
+    if scheme == "hdfs":
+        url = webhdfs_url(sc, directory)
+        user = os.environ.get("HADOOP_USER_NAME") or sc.sparkUser() or getpass.getuser()
+        files = WebHdfsTaskFiles(url, user)
+        try:
+            files._client().status("/")
+        except Exception as exc:
+            raise ValueError(
+                f"tasks write the state checkpoints under {directory!r} through WebHDFS, but "
+                f"{url} does not answer ({type(exc).__name__}: {str(exc)[:200]}); enable "
+                f"WebHDFS on the NameNode (dfs.webhdfs.enabled) and set its address with "
+                f"--conf spark.hadoop.dfs.namenode.http-address=HOST:PORT or "
+                f"spark.hadoop.{WEBHDFS_URL_KEY}=http://HOST:PORT"
+            ) from exc
+        return files
+    raise ValueError(
+        f"the checkpoint directory {directory!r} uses {scheme}://, which dstream's tasks cannot "
+        f"write: use a local path (or a shared mount) or hdfs://"
+    )

@@ -1,0 +1,243 @@
+"""The engine with everything on a real HDFS: input directory, state checkpoints and track()
+snapshots (written by tasks through WebHDFS), the metadata journal (driver, Hadoop's
+FileContext) and outputs. Each run is compared with the same program on the local file
+system without faults: equal output means nothing was lost or doubled."""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hdfs.util import HdfsError
+
+from dstream import ManualClock, StreamingContext, Time
+from dstream.errors import HaltedError
+from dstream.storage.filesystem import HadoopFileSystem, RenameError
+from dstream.storage.taskfs import WebHdfsTaskFiles, task_files_for
+from dstream.testing.hdfs import MiniHdfsCluster
+from tests.integration.test_recovery import T0, TEXTS, B, program, put, run
+from tests.integration.test_recovery import outputs as local_outputs
+from tests.recovery.harness import expected
+from tests.recovery.harness import run as run_with_kills
+
+TOTAL = 12
+
+
+class Place:
+    """A fresh directory tree on the mini cluster, seen through WebHDFS."""
+
+    def __init__(self, cluster: MiniHdfsCluster, name: str) -> None:
+        self.cluster = cluster
+        self.client = cluster.client()
+        self.base = f"/tests/{name}-{uuid.uuid4().hex[:8]}"
+
+    def uri(self, name: str) -> str:
+        return f"{self.cluster.uri}{self.base}/{name}"
+
+    def make_dirs(self) -> None:
+        for name in ("in", "out", "ckpt"):
+            self.client.makedirs(f"{self.base}/{name}")
+
+    def put_input(self, name: str, text: str) -> None:
+        hidden = f"{self.base}/in/.{name}"
+        self.client.write(hidden, data=text.encode())
+        self.client.rename(hidden, f"{self.base}/in/{name}")
+
+    def put(self, i: int) -> None:
+        """File i lands in interval i (as tests.integration.test_recovery.put does locally)."""
+        hidden = f"{self.base}/in/.f{i:02d}"
+        self.client.write(hidden, data=(TEXTS[i - 1] + "\n").encode())
+        self.client.set_times(hidden, modification_time=T0 + (i - 1) * B + 500)
+        self.client.rename(hidden, f"{self.base}/in/f{i:02d}.txt")
+
+    def names(self, name: str) -> list[str]:
+        try:
+            return list(self.client.list(f"{self.base}/{name}"))
+        except HdfsError:
+            return []
+
+    def read_text(self, path: str) -> str:
+        with self.client.read(f"{self.base}/{path}") as reader:
+            return str(reader.read().decode())
+
+    def outputs(self) -> dict[str, list[str]]:
+        result = {}
+        for name in sorted(self.names("out")):
+            lines: list[str] = []
+            for part in sorted(self.names(f"out/{name}")):
+                if part.startswith("part-"):
+                    lines.extend(self.read_text(f"out/{name}/{part}").splitlines())
+            result[name] = sorted(lines)
+        return result
+
+    def walk(self, name: str) -> list[str]:
+        root = f"{self.base}/{name}"
+        return [
+            posixpath.relpath(posixpath.join(d, f), root)
+            for d, _, files in self.client.walk(root)
+            for f in files
+        ]
+
+    poll_s = 0.02
+
+
+@pytest.fixture(scope="module")
+def reference(sc: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """The program's outputs on the local file system, without faults."""
+    root = tmp_path_factory.mktemp("reference")
+    for name in ("in", "out", "ckpt"):
+        (root / name).mkdir()
+    for i in range(1, TOTAL + 1):
+        put(root / "in", i)
+    clock = ManualClock(T0)
+    ssc = program(sc, clock, root / "in", root / "out", root / "ckpt")
+    run(ssc, clock, TOTAL)
+    ssc.stop(stopSparkContext=False)
+    result = local_outputs(root / "out")
+    assert len(result) == 4 * TOTAL
+    return result
+
+
+def test_a_restarted_driver_resumes_from_hdfs(
+    hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster, reference: dict[str, list[str]]
+) -> None:
+    place = Place(hdfs_cluster, "resume")
+    place.make_dirs()
+    for i in range(1, TOTAL + 1):
+        place.put(i)
+    args = (place.uri("in"), place.uri("out"), place.uri("ckpt"))
+
+    clock = ManualClock(T0)
+    first = program(hdfs_sc, clock, *args)
+    run(first, clock, 6)
+    first.checkpointer.wait_idle(60)
+    first.stop(stopSparkContext=False)  # abandoned as a crash would: nothing more is written
+
+    # What the first driver left on HDFS: its journal, complete state checkpoints (pickled
+    # partitions, and SQLite snapshots for track()), and committed outputs.
+    files = place.walk("ckpt")
+    assert any(f.startswith("metadata/record-") for f in files), files
+    complete = {posixpath.dirname(f) for f in files if f.endswith("/_COMPLETE")}
+    assert any(f.endswith("part-00000") and posixpath.dirname(f) in complete for f in files)
+    assert any(f.endswith(".sqlite") for f in files), files
+    assert not [f for f in files if ".tmp-" in f], "temporary files left behind"
+
+    clock2 = ManualClock(T0 + 8 * B)  # down for two intervals
+
+    def setup() -> StreamingContext:
+        raise AssertionError("the program must be restored, not set up again")
+
+    resumed = StreamingContext.getOrCreate(place.uri("ckpt"), setup, hdfs_sc, clock=clock2)
+    assert resumed.restored
+    run(resumed, clock2, TOTAL)
+    resumed.stop(stopSparkContext=False)
+    assert place.outputs() == reference
+
+
+def test_a_datanode_lost_mid_run_loses_nothing(
+    hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster, reference: dict[str, list[str]]
+) -> None:
+    place = Place(hdfs_cluster, "dn-loss")
+    place.make_dirs()
+    for i in range(1, TOTAL + 1):
+        place.put(i)
+    clock = ManualClock(T0)
+    ssc = program(hdfs_sc, clock, place.uri("in"), place.uri("out"), place.uri("ckpt"))
+    try:
+        run(ssc, clock, 4)
+        # Crash a DataNode: until the NameNode declares it dead (~11 s), it still hands it
+        # out for new blocks and WebHDFS redirects; every write and read must get around it.
+        hdfs_cluster.stop_datanode(1)
+        for t in range(5, TOTAL + 1):
+            clock.advance(B)
+            assert ssc.wait_for_batch(Time(T0 + t * B), 180), f"interval {t}"
+        ssc.awaitTerminationOrTimeout(0)  # raises if any interval failed
+        ssc.checkpointer.wait_idle(120)
+        assert ssc.checkpointer.completed, "no checkpoint was written while a DataNode was down"
+    finally:
+        ssc.stop(stopSparkContext=False)
+        hdfs_cluster.restart_datanode(1)
+    assert place.outputs() == reference
+
+
+def test_renames_that_fail_on_hdfs_are_errors(hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster) -> None:
+    place = Place(hdfs_cluster, "rename")
+    c = place.client
+    c.write(f"{place.base}/a", data=b"a")
+    c.write(f"{place.base}/b", data=b"b")
+    c.makedirs(f"{place.base}/dir")
+    fs = HadoopFileSystem(hdfs_sc, place.uri(""))
+    # Hadoop's FileSystem.rename would move "a" *into* dir and return true; FileContext with
+    # Rename.NONE refuses both an existing file and an existing directory.
+    for target in ("b", "dir"):
+        with pytest.raises(RenameError, match=rf"cannot rename .*/a to .*/{target}: the dest"):
+            fs.rename(place.uri("a"), place.uri(target))
+    assert (
+        place.read_text("b") == "b"
+        and place.names("dir") == []
+        and place.names("")
+        == [
+            "a",
+            "b",
+            "dir",
+        ]
+    )
+    # A task publishing a file that another attempt already published: False, nothing changed.
+    files = task_files_for(place.uri(""), hdfs_sc)
+    assert isinstance(files, WebHdfsTaskFiles)
+    assert files.publish(place.uri("b"), b"other") is False
+    assert place.read_text("b") == "b"
+    assert files.publish(place.uri("c"), b"c") is True and place.read_text("c") == "c"
+    assert not [n for n in place.names("") if ".tmp-" in n]
+
+
+def test_a_journal_rename_that_fails_on_hdfs_stops_the_program(
+    hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster
+) -> None:
+    place = Place(hdfs_cluster, "journal")
+    place.make_dirs()
+    place.put(1)
+    clock = ManualClock(T0)
+    ssc = program(hdfs_sc, clock, place.uri("in"), place.uri("out"), place.uri("ckpt"))
+    try:
+        run(ssc, clock, 1)
+        seqs = [int(n.split("-")[1]) for n in place.names("ckpt/metadata") if n[0] == "r"]
+        squatter = f"ckpt/metadata/record-{max(seqs) + 1:012d}"
+        place.client.write(f"{place.base}/{squatter}", data=b"not a record")
+        clock.advance(B)
+        with pytest.raises(HaltedError, match=r"stopped generating.*the destination exists"):
+            ssc.awaitTerminationOrTimeout(60)
+        assert place.read_text(squatter) == "not a record"
+    finally:
+        ssc.stop(stopSparkContext=False)
+
+
+def test_unreachable_webhdfs_is_explained(hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster) -> None:
+    conf = hdfs_sc._jsc.hadoopConfiguration()
+    conf.set("dstream.webhdfs.url", "http://127.0.0.1:9")  # nothing listens on port 9
+    try:
+        with pytest.raises(ValueError, match=r"through WebHDFS, but http://127.0.0.1:9 does not"):
+            task_files_for(f"{hdfs_cluster.uri}/x", hdfs_sc)
+    finally:
+        conf.unset("dstream.webhdfs.url")
+
+
+@pytest.mark.slow
+def test_killing_the_driver_with_everything_on_hdfs(hdfs_cluster: MiniHdfsCluster) -> None:
+    place = Place(hdfs_cluster, "driver-kill")
+    webhdfs = Path(hdfs_cluster.webhdfs_uri.split("://", 1)[1]).as_posix()
+    conf = [
+        *("--conf", f"spark.hadoop.dfs.namenode.http-address={webhdfs}"),
+        *("--conf", "spark.hadoop.dfs.replication=2"),
+        # Three outputs committed on HDFS take about 1.5 s an interval on this machine.
+        *("--batch", "2s", "--checkpoint-every", "4s"),
+    ]
+    kills = ["random", "checkpoint", "random", "commit", "random"]
+    got_lines, got_totals, restored = run_with_kills(place, kills, conf)
+    want_lines, want_totals = expected()
+    assert restored == [False, True, True, True, True, True]
+    assert got_lines == want_lines
+    assert got_totals == want_totals

@@ -1,0 +1,236 @@
+"""kill -9 the driver of a real streaming application, restart it, and collect what it
+committed — on the local file system or on HDFS.
+
+apps/recoverable.py runs in its own process group (driver, its JVM and Python workers). A
+generator writes input files into the watched directory while the application runs. The
+driver is killed with SIGKILL at random moments, while a state checkpoint is being written,
+and while an interval's output is being committed; each time it is restarted with the same
+command, and StreamingContext.getOrCreate resumes it from its journal. The union of all
+committed outputs must then equal that of a run without failures: every input line in
+exactly one interval, and the final running word counts exact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any, Protocol
+
+APP = Path(__file__).resolve().parents[2] / "apps" / "recoverable.py"
+FILES, LINES_PER_FILE = 60, 4
+WORDS = ("to be or not that is the question whether tis nobler in mind").split()
+
+
+def input_lines() -> list[list[str]]:
+    rng = random.Random(7)
+    return [
+        [f"L{f:03d}-{n} " + " ".join(rng.choices(WORDS, k=5)) for n in range(LINES_PER_FILE)]
+        for f in range(FILES)
+    ]
+
+
+def expected() -> tuple[Counter[str], Counter[str]]:
+    """Every input line once, and the word counts over all of them."""
+    lines = input_lines()
+    return (
+        Counter(line for file_lines in lines for line in file_lines),
+        Counter(w for file_lines in lines for line in file_lines for w in line.split()[1:]),
+    )
+
+
+class Storage(Protocol):
+    """Where the application's input, output and checkpoints live, seen from the test."""
+
+    poll_s: float  # how often a kill point is polled for
+
+    def uri(self, name: str) -> str: ...
+
+    def make_dirs(self) -> None: ...
+
+    def put_input(self, name: str, text: str) -> None:
+        """Write ``name`` into the input directory atomically (hidden name, then rename)."""
+        ...
+
+    def names(self, name: str) -> list[str]:
+        """Entries of a directory (empty if missing)."""
+        ...
+
+    def read_text(self, path: str) -> str: ...
+
+
+class LocalStorage:
+    poll_s = 0.002
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def uri(self, name: str) -> str:
+        return str(self.root / name)
+
+    def make_dirs(self) -> None:
+        for name in ("in", "out", "ckpt"):
+            (self.root / name).mkdir(parents=True)
+
+    def put_input(self, name: str, text: str) -> None:
+        hidden = self.root / "in" / f".{name}"
+        hidden.write_text(text)
+        hidden.rename(self.root / "in" / name)
+
+    def names(self, name: str) -> list[str]:
+        try:
+            return os.listdir(self.root / name)
+        except FileNotFoundError:
+            return []
+
+    def read_text(self, path: str) -> str:
+        return (self.root / path).read_text()
+
+
+class App:
+    def __init__(self, storage: Storage, extra_args: list[str]) -> None:
+        self.storage = storage
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen[str] | None = None
+        self.started = threading.Event()
+        self.restored: list[bool] = []
+
+    def start(self) -> None:
+        self.started.clear()
+        s = self.storage
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(APP),
+                *("--input", s.uri("in"), "--output", s.uri("out"), "--checkpoint", s.uri("ckpt")),
+                *("--batch", "1s", "--checkpoint-every", "2s", "--quiet"),
+                *self.extra_args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # its own process group: the JVM and workers die with it
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        )
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        assert self.started.wait(180), "the application did not start"
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("{"):
+                event = json.loads(line)
+                if event.get("started"):
+                    self.restored.append(event["restored"])
+                    self.started.set()
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        """A graceful stop: SIGTERM to the driver alone (its JVM must outlive it)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(120) == 0
+
+
+def write_inputs(storage: Storage, lines: list[list[str]], done: threading.Event) -> None:
+    pace = threading.Event()
+    for f, file_lines in enumerate(lines):
+        storage.put_input(f"f{f:03d}.txt", "\n".join(file_lines) + "\n")
+        pace.wait(0.2)  # the input's own rate: one file every 200 ms
+    done.set()
+
+
+def wait_for(condition: Any, timeout_s: float, what: str, step_s: float = 0.002) -> None:
+    """Poll an external process's files until ``condition()`` (a kill point or completion)."""
+    deadline = threading.Event()
+    timer = threading.Timer(timeout_s, deadline.set)
+    timer.start()
+    try:
+        while not condition():
+            if deadline.wait(step_s):
+                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    finally:
+        timer.cancel()
+
+
+def committed_lines(storage: Storage) -> Counter[str]:
+    lines: Counter[str] = Counter()
+    for d in storage.names("out"):
+        if not d.startswith("lines-"):
+            continue
+        entries = storage.names(f"out/{d}")
+        assert "_DSTREAM_COMMIT" in entries, d
+        for part in entries:
+            if part.startswith("part-"):
+                lines.update(storage.read_text(f"out/{d}/{part}").splitlines())
+    return lines
+
+
+def final_totals(storage: Storage) -> dict[str, int]:
+    last = max(
+        (d for d in storage.names("out") if d.startswith("totals-")),
+        key=lambda d: int(d.rsplit("-", 1)[1]),
+    )
+    totals = {}
+    for part in storage.names(f"out/{last}"):
+        if part.startswith("part-"):
+            for line in storage.read_text(f"out/{last}/{part}").splitlines():
+                word, count = eval(line)  # the files hold repr((word, count))
+                totals[word] = count
+    return totals
+
+
+def checkpoint_in_progress(storage: Storage) -> bool:
+    for stream in storage.names("ckpt"):
+        if stream.startswith("state-"):
+            for d in storage.names(f"ckpt/{stream}"):
+                if d.isdigit() and "_COMPLETE" not in storage.names(f"ckpt/{stream}/{d}"):
+                    return True
+    return False
+
+
+def commit_in_progress(storage: Storage) -> bool:
+    return any(n.startswith(".lines-") and ".tmp-" in n for n in storage.names("out"))
+
+
+def run(
+    storage: Storage, kills: list[str], extra_args: list[str] | None = None
+) -> tuple[Counter[str], dict[str, int], list[bool]]:
+    storage.make_dirs()
+    lines = input_lines()
+    app = App(storage, extra_args or [])
+    try:
+        app.start()
+        done = threading.Event()
+        writer = threading.Thread(target=write_inputs, args=(storage, lines, done))
+        writer.start()
+        rng = random.Random(11)
+        for kind in kills:
+            if kind == "random":
+                threading.Event().wait(rng.uniform(1.0, 4.0))
+            elif kind == "checkpoint":
+                wait_for(
+                    lambda: checkpoint_in_progress(storage), 120, "a checkpoint", storage.poll_s
+                )
+            elif kind == "commit":
+                wait_for(lambda: commit_in_progress(storage), 120, "a commit", storage.poll_s)
+            app.kill9()
+            app.start()
+        writer.join()
+        want = expected()[0]
+        wait_for(lambda: set(committed_lines(storage)) == set(want), 300, "all input", 0.2)
+        app.stop()
+    finally:
+        app.kill9()  # never leave a driver behind, whatever failed
+    return committed_lines(storage), final_totals(storage), app.restored
