@@ -1,0 +1,162 @@
+"""Interval processing time around a real executor failure, on ``local-cluster`` (executor
+JVMs killed with SIGKILL mid-interval). Reproduces, on this machine, the paper's
+
+* Figure 10: WordCount (30 s window, inverse, checkpoints every 10 s) and Grep, before,
+  during and after one failure and two simultaneous failures;
+* Figure 11: WordCount with checkpoint intervals of 2, 10 and 30 s;
+* Figure 12: WordCount recovering on 2 against 4 executors.
+
+Every run is a ``python -m dstream.testing.faults`` process on a ManualClock (intervals back
+to back, so an interval's processing time is its own work, not waiting). The outputs of the
+faulty runs are checked against the run without failures before any time is reported.
+
+    .venv/bin/python bench/faults.py --figures 10 11 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def runs(workload: str, kills: list[str], **options: Any) -> list[dict[str, Any]]:
+    args = [sys.executable, "-m", "dstream.testing.faults", workload]
+    for key, value in options.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    for kill in kills:
+        args += ["--kill", kill]
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+    result = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    reference = next(r for r in result if r["kill"] == [0, 0])
+    for r in result:
+        if r["outputs"] != reference["outputs"]:
+            raise RuntimeError(f"run {r['kill']} of {workload} changed the output")
+    return result
+
+
+def series(run: dict[str, Any]) -> list[int]:
+    return [run["processing_ms"][t] for t in sorted(run["processing_ms"], key=int)]
+
+
+def summary(run: dict[str, Any], at: int, warmup: int) -> dict[str, float]:
+    s = series(run)
+    before = s[warmup : at - 1] if at else s[warmup:]
+    return {
+        "before_ms": statistics.median(before),
+        "failure_ms": s[at - 1] if at else float("nan"),
+        "next_ms": s[at] if at and at < len(s) else float("nan"),
+        "after_ms": statistics.median(s[at + 1 :]) if at else float("nan"),
+    }
+
+
+def plot(path: Path, title: str, lines: dict[str, list[int]], at: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, values in lines.items():
+        ax.plot(range(1, len(values) + 1), values, marker=".", label=label)
+    ax.axvline(at, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel("interval (1 s each)")
+    ax.set_ylabel("processing time (ms)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def table(rows: list[tuple[str, dict[str, float]]]) -> str:
+    out = ["| run | before (median) | failure interval | next | after (median) |"]
+    out.append("| --- | --- | --- | --- | --- |")
+    for label, s in rows:
+        out.append(
+            f"| {label} | {s['before_ms']:.0f} ms | {s['failure_ms']:.0f} ms | "
+            f"{s['next_ms']:.0f} ms | {s['after_ms']:.0f} ms |"
+        )
+    return "\n".join(out)
+
+
+def figure10(args: argparse.Namespace) -> str:
+    report = []
+    for workload, intervals, at in (("wordcount", args.intervals, 35), ("grep", 30, 15)):
+        result = runs(workload, ["0", f"1@{at}", f"2@{at}"], intervals=intervals, rate=args.rate)
+        labels = ["no failure", "1 executor killed", "2 executors killed"]
+        plot(
+            RESULTS / f"fig10-{workload}.png",
+            f"{workload}: executor JVMs killed at interval {at} (3 executors)",
+            {label: series(r) for label, r in zip(labels, result, strict=True)},
+            at,
+        )
+        rows = [(label, summary(r, at, 5)) for label, r in zip(labels, result, strict=True)]
+        report.append(f"{workload}, kill at interval {at}:\n\n{table(rows)}\n")
+        save(f"fig10-{workload}", result)
+    return "\n".join(report)
+
+
+def figure11(args: argparse.Namespace) -> str:
+    at, lines, rows = 59, {}, []
+    for ckpt in (2, 10, 30):
+        result = runs("wordcount", ["0", f"1@{at}"], intervals=70, rate=args.rate, checkpoint=ckpt)
+        label = f"checkpoint every {ckpt} s"
+        lines[f"{label}, no failure"] = series(result[0])
+        lines[f"{label}, 1 killed"] = series(result[1])
+        rows.append((f"{label}, no failure", summary(result[0], at, 35)))
+        rows.append((f"{label}, 1 executor killed", summary(result[1], at, 35)))
+        save(f"fig11-ckpt{ckpt}", result)
+    plot(RESULTS / "fig11.png", f"wordcount: checkpoint interval, kill at {at}", lines, at)
+    return f"wordcount, kill at interval {at}:\n\n{table(rows)}\n"
+
+
+def figure12(args: argparse.Namespace) -> str:
+    at, lines, rows = 35, {}, []
+    for executors, mb in ((2, 768), (4, 512)):
+        result = runs(
+            "wordcount",
+            ["0", f"1@{at}"],
+            intervals=args.intervals,
+            rate=args.rate,
+            executors=executors,
+            executor_mb=mb,
+        )
+        lines[f"{executors} executors, 1 killed"] = series(result[1])
+        rows.append((f"{executors} executors, no failure", summary(result[0], at, 5)))
+        rows.append((f"{executors} executors, 1 killed", summary(result[1], at, 5)))
+        save(f"fig12-{executors}", result)
+    plot(RESULTS / "fig12.png", f"wordcount: recovery on 2 vs 4 executors, kill at {at}", lines, at)
+    return f"wordcount, kill at interval {at}:\n\n{table(rows)}\n"
+
+
+def save(name: str, result: list[dict[str, Any]]) -> None:
+    slim = [{k: v for k, v in r.items() if k != "outputs"} for r in result]
+    (RESULTS / f"{name}.json").write_text(json.dumps(slim, indent=1) + "\n")
+
+
+FIGURES = {"10": figure10, "11": figure11, "12": figure12}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--figures", nargs="+", choices=sorted(FIGURES), default=sorted(FIGURES))
+    p.add_argument("--rate", type=int, default=2000, help="records per second")
+    p.add_argument("--intervals", type=int, default=50)
+    args = p.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    for figure in args.figures:
+        print(f"## Figure {figure}\n\n{FIGURES[figure](args)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

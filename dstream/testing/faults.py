@@ -1,0 +1,187 @@
+"""Executor failures for real: one process, one ``local-cluster`` SparkContext (separate
+executor JVMs), several runs of a streaming workload on a ManualClock, executor JVMs killed
+with SIGKILL in the middle of an interval. Prints one JSON object per run.
+
+    python -m dstream.testing.faults wordcount --intervals 45 --kill 0 --kill 1@25 --kill 2@25
+
+``--kill N@I`` is a run in which N executor JVMs are killed 0.2 s after interval I started
+(``--kill 0``: no failure). Each run reports every interval's output, its processing time,
+which executors were killed and which are alive at the end. tests/cluster compares the runs'
+outputs; bench/faults.py plots their processing times (the paper's Figures 10-12).
+
+Spark allows one SparkContext per process, hence a process of its own. This module must be
+run, not imported, by code that already has a SparkContext.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+B = 1000  # ms per interval
+GREP_WORD = "the"
+
+
+def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
+    """Word counts over a sliding 30 s window with the inverse (a state stream)."""
+    pairs = (
+        ssc.rateStream(args.rate, numPartitions=args.partitions, seed=5)
+        .flatMap(str.split)
+        .map(lambda w: (w, 1))
+    )
+    counts = pairs.reduceByKeyAndWindow(
+        operator.add, operator.sub, args.window, 1, args.state_partitions or args.partitions
+    )
+    counts.checkpoint(args.checkpoint)
+    return counts
+
+
+def grep(ssc: Any, args: argparse.Namespace) -> Any:
+    """Records containing a word, counted per interval (stateless)."""
+    lines = ssc.rateStream(args.rate, numPartitions=args.partitions, seed=6)
+    return lines.filter(lambda line: GREP_WORD in line.split()).count()
+
+
+WORKLOADS = {"wordcount": wordcount, "grep": grep}
+
+
+def executor_count(sc: Any) -> int:
+    return int(sc._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
+
+
+def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
+    """Until n executors are registered with the driver (a cluster starts them lazily, and
+    replaces killed ones within seconds)."""
+    from dstream.scheduler.shim import executor_pids
+
+    deadline = time.monotonic() + timeout_s
+    pause = threading.Event()
+    while executor_count(sc) < n or len(executor_pids(sc.applicationId)) < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fewer than {n} executors registered after {timeout_s} s")
+        pause.wait(0.1)
+
+
+def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> dict[str, Any]:
+    from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
+    from dstream.scheduler.shim import executor_pids
+
+    how_many, at = kill
+    clock = ManualClock(0)
+    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    ssc.checkpoint(root)
+    out: dict[int, Any] = {}
+    stream = WORKLOADS[args.workload](ssc, args)
+    stream.foreachRDD(lambda t, rdd: out.__setitem__(t.ms, sorted(rdd.collect())))
+    killed: list[str] = []
+    # Wall time of each interval: the clock is manual, so the listener's delays are all 0;
+    # intervals run one at a time, so advancing the clock to completion is the interval.
+    processing: dict[int, int] = {}
+
+    def kill_executors() -> None:
+        pids = executor_pids(sc.applicationId)
+        for executor_id in sorted(pids, key=int)[:how_many]:
+            os.kill(pids[executor_id], signal.SIGKILL)
+            killed.append(executor_id)
+        print(f"killed {killed} at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+
+    class Faults(StreamingListener):
+        def onBatchStarted(self, batchStarted: Any) -> None:
+            if how_many and batchStarted.batchInfo().batchTime().ms == at * B:
+                # Let the interval's tasks get going, then kill executor JVMs mid-job.
+                threading.Timer(args.kill_delay, kill_executors).start()
+
+    ssc.addStreamingListener(Faults())
+    ssc.start()
+    began = time.monotonic()
+    try:
+        for i in range(1, args.intervals + 1):
+            started = time.perf_counter()
+            clock.advance(B)
+            if not ssc.wait_for_batch(Time(i * B), 300):
+                raise RuntimeError(f"interval {i} did not complete")
+            processing[i * B] = round((time.perf_counter() - started) * 1000)
+        ssc.listener_bus.wait_until_empty(30)
+        ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
+    finally:
+        ssc.stop(stopSparkContext=False)
+    return {
+        "workload": args.workload,
+        "executors": args.executors,
+        "checkpoint_s": args.checkpoint,
+        "kill": list(kill),
+        "killed": killed,
+        "outputs": {str(t): v for t, v in sorted(out.items())},
+        "processing_ms": {str(t): v for t, v in sorted(processing.items())},
+        "executors_after": sorted(executor_pids(sc.applicationId), key=int),
+        "seconds": time.monotonic() - began,
+    }
+
+
+def parse_kill(text: str) -> tuple[int, int]:
+    if text == "0":
+        return (0, 0)
+    n, sep, at = text.partition("@")
+    if not sep or not n.isdigit() or not at.isdigit():
+        raise argparse.ArgumentTypeError(f"--kill {text!r}: expected N@INTERVAL (e.g. 1@25) or 0")
+    return (int(n), int(at))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("workload", choices=sorted(WORKLOADS))
+    p.add_argument("--intervals", type=int, default=45)
+    p.add_argument("--rate", type=int, default=2000, help="records per second")
+    p.add_argument("--partitions", type=int, default=6, help="input partitions")
+    p.add_argument("--state-partitions", type=int, default=None, help="window state partitions")
+    p.add_argument("--window", type=int, default=30, help="window length, seconds")
+    p.add_argument("--checkpoint", type=int, default=10, help="state checkpoint interval, s")
+    p.add_argument("--executors", type=int, default=3)
+    p.add_argument("--executor-mb", type=int, default=768)
+    p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")
+    p.add_argument("--kill", action="append", type=parse_kill, default=[], help="N@I, or 0")
+    p.add_argument("--log-level", default="ERROR", help="Spark's log level")
+    p.add_argument("--conf", action="append", default=[], help="KEY=VALUE Spark setting")
+    args = p.parse_args(argv)
+    if not args.kill:
+        args.kill = [(0, 0)]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
+
+    from dstream.sparkconf import recommended_conf
+
+    master = f"local-cluster[{args.executors},1,{args.executor_mb}]"
+    conf = (
+        recommended_conf(master, f"dstream-faults-{args.workload}")
+        .set("spark.ui.enabled", "false")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.executor.memory", f"{args.executor_mb}m")
+        .set("spark.default.parallelism", str(args.partitions))
+    )
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        conf.set(key, value)
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel(args.log_level)
+    try:
+        wait_for_executors(sc, args.executors)
+        for kill in args.kill:
+            with tempfile.TemporaryDirectory(prefix="dstream-faults-") as root:
+                result = run(sc, args, kill, root)
+            print(json.dumps(result), flush=True)
+            wait_for_executors(sc, args.executors)  # replacements joined before the next run
+    finally:
+        sc.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
