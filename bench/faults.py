@@ -67,7 +67,8 @@ def plot(path: Path, title: str, lines: dict[str, list[int]], at: int) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     for label, values in lines.items():
         ax.plot(range(1, len(values) + 1), values, marker=".", label=label)
-    ax.axvline(at, color="grey", linestyle="--", linewidth=1)
+    if at:
+        ax.axvline(at, color="grey", linestyle="--", linewidth=1)
     ax.set_xlabel("interval (1 s each)")
     ax.set_ylabel("processing time (ms)")
     ax.set_title(title)

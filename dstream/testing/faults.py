@@ -16,6 +16,7 @@ run, not imported, by code that already has a SparkContext.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import operator
 import os
@@ -53,6 +54,59 @@ def grep(ssc: Any, args: argparse.Namespace) -> Any:
 WORKLOADS = {"wordcount": wordcount, "grep": grep}
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (an executor JVM, its Python daemon and workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(children.get(p, []))
+    return tree
+
+
+class Slower(threading.Thread):
+    """Slows one executor for real: SIGSTOP its process tree for ``duty`` of every
+    ``period_s``, SIGCONT for the rest, until stopped (then it is left running)."""
+
+    def __init__(self, sc: Any, executor_index: int, duty: float, period_s: float = 0.2) -> None:
+        super().__init__(name="dstream-slower", daemon=True)
+        self.sc, self.index, self.duty, self.period_s = sc, executor_index, duty, period_s
+        self.done = threading.Event()
+        self.executor: str | None = None
+
+    def run(self) -> None:
+        from dstream.scheduler.shim import executor_pids
+
+        pids = executor_pids(self.sc.applicationId)
+        self.executor = sorted(pids, key=int)[self.index]
+        while not self.done.is_set():
+            tree = process_tree(pids[self.executor])  # workers come and go
+            self._signal(tree, signal.SIGSTOP)
+            self.done.wait(self.period_s * self.duty)
+            self._signal(tree, signal.SIGCONT)
+            self.done.wait(self.period_s * (1 - self.duty))
+
+    @staticmethod
+    def _signal(pids: list[int], sig: int) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
 def executor_count(sc: Any) -> int:
     return int(sc._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
 
@@ -72,7 +126,7 @@ def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
 
 def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
-    from dstream.scheduler.shim import executor_pids
+    from dstream.scheduler.shim import TaskEnd, TaskEventFeed, TaskStart, executor_pids
 
     how_many, at = kill
     clock = ManualClock(0)
@@ -100,8 +154,13 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
                 threading.Timer(args.kill_delay, kill_executors).start()
 
     ssc.addStreamingListener(Faults())
+    feed = TaskEventFeed.attach(sc)
+    feed.poll()  # forget the previous run's events
+    slower = Slower(sc, 0, args.slow) if args.slow else None
     ssc.start()
     began = time.monotonic()
+    if slower is not None:
+        slower.start()
     try:
         for i in range(1, args.intervals + 1):
             started = time.perf_counter()
@@ -112,17 +171,33 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         ssc.listener_bus.wait_until_empty(30)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
+        if slower is not None:
+            slower.stop()
         ssc.stop(stopSparkContext=False)
+    events = feed.poll()
+    starts = [e for e in events if isinstance(e, TaskStart)]
+    ends = [e for e in events if isinstance(e, TaskEnd)]
+    by_executor: dict[str, int] = {}
+    for e in ends:
+        if e.successful:
+            by_executor[e.executor_id] = by_executor.get(e.executor_id, 0) + 1
     return {
         "workload": args.workload,
         "executors": args.executors,
         "checkpoint_s": args.checkpoint,
         "kill": list(kill),
         "killed": killed,
+        "slowed": None if slower is None else slower.executor,
+        "speculation": args.speculation,
         "outputs": {str(t): v for t, v in sorted(out.items())},
         "processing_ms": {str(t): v for t, v in sorted(processing.items())},
         "executors_after": sorted(executor_pids(sc.applicationId), key=int),
         "seconds": time.monotonic() - began,
+        "tasks": len(starts),
+        "speculative_tasks": sum(e.speculative for e in starts),
+        "speculative_won": sum(e.speculative and e.successful for e in ends),
+        "succeeded_by_executor": dict(sorted(by_executor.items())),
+        "hosts": sorted({e.host for e in starts}),
     }
 
 
@@ -148,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--executor-mb", type=int, default=768)
     p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")
     p.add_argument("--kill", action="append", type=parse_kill, default=[], help="N@I, or 0")
+    p.add_argument("--master", default=None, help="default: local-cluster[EXECUTORS,1,MB]")
+    p.add_argument("--slow", type=float, default=0.0, help="SIGSTOP duty of executor 0, 0-1")
+    p.add_argument("--speculation", action="store_true", help="Spark speculation, tuned")
     p.add_argument("--log-level", default="ERROR", help="Spark's log level")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE Spark setting")
     args = p.parse_args(argv)
@@ -158,9 +236,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from dstream.sparkconf import recommended_conf
 
-    master = f"local-cluster[{args.executors},1,{args.executor_mb}]"
+    master = args.master or f"local-cluster[{args.executors},1,{args.executor_mb}]"
     conf = (
-        recommended_conf(master, f"dstream-faults-{args.workload}")
+        recommended_conf(master, f"dstream-faults-{args.workload}", speculation=args.speculation)
         .set("spark.ui.enabled", "false")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.executor.memory", f"{args.executor_mb}m")
