@@ -135,6 +135,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     out: dict[int, Any] = {}
     stream = WORKLOADS[args.workload](ssc, args)
     stream.foreachRDD(lambda t, rdd: out.__setitem__(t.ms, sorted(rdd.collect())))
+    if args.save:
+        stream.saveAsTextFiles(os.path.join(root, "out", "interval"))
     killed: list[str] = []
     # Wall time of each interval: the clock is manual, so the listener's delays are all 0;
     # intervals run one at a time, so advancing the clock to completion is the interval.
@@ -174,13 +176,32 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         if slower is not None:
             slower.stop()
         ssc.stop(stopSparkContext=False)
+    saved: dict[str, list[str]] = {}
+    if args.save:
+        for name in sorted(os.listdir(os.path.join(root, "out"))):
+            directory = os.path.join(root, "out", name)
+            lines: list[str] = []
+            for part in sorted(os.listdir(directory)):
+                if part.startswith("part-"):
+                    with open(os.path.join(directory, part)) as f:
+                        lines.extend(f.read().splitlines())
+            saved[name] = sorted(lines)
     events = feed.poll()
     starts = [e for e in events if isinstance(e, TaskStart)]
     ends = [e for e in events if isinstance(e, TaskEnd)]
+    # Per interval (its job group ends in the batch time): tasks run, and stages that had to
+    # be run again (attempt > 0: their map outputs were lost with an executor).
+    tasks_by_interval: dict[str, int] = {}
+    retried_stages: dict[str, set[int]] = {}
+    for start in starts:
+        t = (start.job_group or "").rsplit("-", 1)[-1]
+        tasks_by_interval[t] = tasks_by_interval.get(t, 0) + 1
+        if start.stage_attempt > 0:
+            retried_stages.setdefault(t, set()).add(start.stage_id)
     by_executor: dict[str, int] = {}
-    for e in ends:
-        if e.successful:
-            by_executor[e.executor_id] = by_executor.get(e.executor_id, 0) + 1
+    for end in ends:
+        if end.successful:
+            by_executor[end.executor_id] = by_executor.get(end.executor_id, 0) + 1
     return {
         "workload": args.workload,
         "executors": args.executors,
@@ -190,6 +211,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "slowed": None if slower is None else slower.executor,
         "speculation": args.speculation,
         "outputs": {str(t): v for t, v in sorted(out.items())},
+        "saved": saved,
         "processing_ms": {str(t): v for t, v in sorted(processing.items())},
         "executors_after": sorted(executor_pids(sc.applicationId), key=int),
         "seconds": time.monotonic() - began,
@@ -198,6 +220,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "speculative_won": sum(e.speculative and e.successful for e in ends),
         "succeeded_by_executor": dict(sorted(by_executor.items())),
         "hosts": sorted({e.host for e in starts}),
+        "tasks_by_interval": tasks_by_interval,
+        "retried_stages_by_interval": {t: len(v) for t, v in retried_stages.items()},
     }
 
 
@@ -226,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--master", default=None, help="default: local-cluster[EXECUTORS,1,MB]")
     p.add_argument("--slow", type=float, default=0.0, help="SIGSTOP duty of executor 0, 0-1")
     p.add_argument("--speculation", action="store_true", help="Spark speculation, tuned")
+    p.add_argument("--save", action="store_true", help="also saveAsTextFiles; report them")
     p.add_argument("--log-level", default="ERROR", help="Spark's log level")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE Spark setting")
     args = p.parse_args(argv)

@@ -1,0 +1,64 @@
+"""A real straggler on a standalone cluster whose workers are distinct hosts: executor 0's
+JVM and Python workers are stopped with SIGSTOP most of the time. With the engine's
+speculation settings Spark launches copies of its slow tasks on the other hosts, and the
+output equals that of a run without a straggler."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dstream.testing.faults import process_tree
+from dstream.testing.standalone import StandaloneCluster
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[StandaloneCluster]:
+    with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as c:
+        yield c
+
+
+def faults(cluster: StandaloneCluster, *extra: str) -> dict[str, Any]:
+    args = [sys.executable, "-m", "dstream.testing.faults", "grep", "--master"]
+    args += [cluster.master_url, "--intervals", "12", "--kill", "0", *extra]
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    (run,) = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return dict(run)
+
+
+def test_workers_are_distinct_hosts(cluster: StandaloneCluster) -> None:
+    assert cluster.alive_workers() == ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+
+
+def test_speculation_copies_a_stopped_executors_tasks(cluster: StandaloneCluster) -> None:
+    reference = faults(cluster, "--save")
+    slowed = faults(cluster, "--slow", "0.9", "--speculation", "--save")
+    assert reference["hosts"] == ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    assert reference["speculative_tasks"] == 0
+    assert slowed["slowed"] is not None
+    assert slowed["speculative_tasks"] > 0, slowed
+    assert slowed["speculative_won"] > 0, slowed
+    assert slowed["outputs"] == reference["outputs"]
+    # Exactly-once files although two attempts of some tasks ran: one file set per interval.
+    assert len(reference["saved"]) == 12
+    assert slowed["saved"] == reference["saved"]
+
+
+def test_process_tree_includes_children() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        tree = process_tree(os.getpid())
+        assert tree[0] == os.getpid()
+        assert child.pid in tree
+    finally:
+        child.kill()
+        child.wait()
