@@ -418,21 +418,10 @@ class StreamingContext:
         journal.check_directory(create=False)
         latest = journal.read_latest()
         if latest is None:
-            ssc = setupFunc()
-            if not isinstance(ssc, StreamingContext):
-                raise TypeError(
-                    f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
-                )
-            ssc._bind_checkpoint(checkpointPath)
-            return ssc
+            return cls._set_up(setupFunc, checkpointPath)
         record = read_record(latest.payload)
         if rebuildGraph:
-            ssc = setupFunc()
-            if not isinstance(ssc, StreamingContext):
-                raise TypeError(
-                    f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
-                )
-            ssc._bind_checkpoint(checkpointPath)
+            ssc = cls._set_up(setupFunc, checkpointPath)
         else:
             if sc is None:
                 spark = record["spark"]
@@ -445,14 +434,22 @@ class StreamingContext:
         ssc._journal = journal
         return ssc
 
-    def _bind_checkpoint(self, path: str) -> None:
-        if self.checkpoint_directory is None:
-            self.checkpoint_directory = path
-        elif self.checkpoint_directory.rstrip("/") != path.rstrip("/"):
+    @staticmethod
+    def _set_up(setupFunc: Callable[[], StreamingContext], path: str) -> StreamingContext:
+        """The program ``setupFunc()`` defines, bound to the checkpoint directory ``path``."""
+        ssc = setupFunc()
+        if not isinstance(ssc, StreamingContext):
+            raise TypeError(
+                f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
+            )
+        if ssc.checkpoint_directory is None:
+            ssc.checkpoint_directory = path
+        elif ssc.checkpoint_directory.rstrip("/") != path.rstrip("/"):
             raise ValueError(
-                f"setupFunc set the checkpoint directory {self.checkpoint_directory}, but "
+                f"setupFunc set the checkpoint directory {ssc.checkpoint_directory}, but "
                 f"getOrCreate was given {path}; use the same directory in both"
             )
+        return ssc
 
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
         """Stop generating batches. With ``stopGraceFully`` the batches already generated are

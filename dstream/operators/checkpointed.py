@@ -151,6 +151,15 @@ class StateStream(DStream[Any]):
         self.restoring = False
         return rdd
 
+    def replay_times(self, time: Time, base_ms: int | None) -> list[Time] | None:
+        """The intervals a rebuild of ``time`` from the checkpoint at ``base_ms`` (None: from
+        the start) folds in, or None if the input of one of them is no longer available."""
+        assert self.zero_time is not None
+        since = self.zero_time if base_ms is None else Time(base_ms)
+        slide = self.slide_duration.ms
+        times = [Time(ms) for ms in range(since.ms + slide, time.ms + 1, slide)]
+        return times if self.available(self._parents[0], times, time) else None
+
     def available(self, stream: DStreamCore[Any], times: Iterable[Time], now: Time) -> bool:
         """Whether ``stream``'s RDDs of ``times`` can be used by a rebuild at ``now``: remembered
         (normal operation), or recomputable from durable input (restoring)."""

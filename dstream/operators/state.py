@@ -57,10 +57,6 @@ class TaggedEvents(DStream[Any]):
         return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self.num_partitions)
 
 
-def _times_after(since: Time, until: Time, slide: Duration) -> list[Time]:
-    return [Time(ms) for ms in range(since.ms + slide.ms, until.ms + 1, slide.ms)]
-
-
 class StateDStream(StateStream):
     """``updateStateByKey``: every key with a state or new values gets
     ``update(new values, old state)`` each interval."""
@@ -105,10 +101,8 @@ class StateDStream(StateStream):
         return self._merge([previous], [time])
 
     def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
-        assert self.zero_time is not None
-        since = self.zero_time if base_ms is None else Time(base_ms)
-        times = _times_after(since, time, self.slide_duration)
-        if not self.available(self._parents[0], times, time):
+        times = self.replay_times(time, base_ms)
+        if times is None:
             return None
         if base_ms is not None:
             state = [self.read_checkpoint(base_ms)]
@@ -162,12 +156,8 @@ class TrackDStream(StateStream):
         return self._fold(previous, self._built_on.get(time - self.slide_duration), [time])
 
     def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
-        assert self.zero_time is not None
-        since = self.zero_time if base_ms is None else Time(base_ms)
-        times = _times_after(since, time, self.slide_duration)
-        if not self.available(self._parents[0], times, time):
-            return None
-        return self._fold(None, base_ms, times)
+        times = self.replay_times(time, base_ms)
+        return None if times is None else self._fold(None, base_ms, times)
 
     def shape(self) -> dict[str, Any]:
         return {**super().shape(), "timeout_ms": self._fns.timeout_ms}

@@ -83,30 +83,27 @@ class LocalTaskFiles:
         return LocalFileSystem().read_bytes(path)
 
     def publish(self, path: str, data: bytes) -> bool:
-        fs = LocalFileSystem()
-        if fs.exists(path):
-            return False
-        fs.mkdirs(os.path.dirname(path))
-        tmp = _tmp_name(path)
-        fs.write_bytes(tmp, data)
-        return self._rename(fs, tmp, path)
+        return self._publish(path, lambda fs, tmp: fs.write_bytes(tmp, data))
 
     def publish_file(self, path: str, local_file: str) -> bool:
+        def copy(fs: LocalFileSystem, tmp: str) -> None:
+            shutil.copyfile(local_file, tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+        return self._publish(path, copy)
+
+    @staticmethod
+    def _publish(path: str, write: Callable[[LocalFileSystem, str], None]) -> bool:
         fs = LocalFileSystem()
         if fs.exists(path):
             return False
         fs.mkdirs(os.path.dirname(path))
         tmp = _tmp_name(path)
-        shutil.copyfile(local_file, tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return self._rename(fs, tmp, path)
-
-    @staticmethod
-    def _rename(fs: LocalFileSystem, tmp: str, path: str) -> bool:
+        write(fs, tmp)
         try:
             fs.rename(tmp, path)
         except RenameError:

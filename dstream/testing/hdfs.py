@@ -35,6 +35,8 @@ from typing import IO, Any
 
 import hdfs as hdfs_pkg
 
+from dstream.testing.jvm import java_executable
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHIM_DIR = REPO_ROOT / "jvm-shim" / "minicluster"
 MAIN_CLASS = "io.dstream.minicluster.MiniHdfs"
@@ -51,16 +53,6 @@ _EOF = object()  # queued by the reader thread when the JVM's stdout closes
 
 class MiniHdfsError(RuntimeError):
     """The mini cluster is not built, did not start, died, or rejected a command."""
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise MiniHdfsError("no java: set JAVA_HOME or put java (17+) on PATH")
-    return java
 
 
 def _classpath() -> str:
@@ -119,7 +111,7 @@ class MiniHdfsCluster:
         with self._lock:
             if self._proc is not None:
                 raise MiniHdfsError("already started")
-            java, classpath = _java(), _classpath()  # fail before making any directory
+            java, classpath = java_executable(), _classpath()  # fail before making any directory
             if self._own_base_dir:
                 self._base_dir = tempfile.mkdtemp(prefix="dstream-hdfs-")
             os.makedirs(self._base_dir, exist_ok=True)

@@ -33,6 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from dstream.testing.jvm import java_executable
+
 __all__ = ["StandaloneCluster", "StandaloneError"]
 
 
@@ -56,16 +58,6 @@ def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise StandaloneError("no java: set JAVA_HOME or put java (17+) on PATH")
-    return java
 
 
 class StandaloneCluster:
@@ -106,7 +98,7 @@ class StandaloneCluster:
             "SPARK_LOG_DIR": str(self.base_dir),
         }
         log = open(self.base_dir / f"{name}.log", "wb")  # noqa: SIM115 (kept open for the child)
-        cmd = [_java(), "-Xmx256m", "-cp", f"{home}/jars/*", main, *args]
+        cmd = [java_executable(), "-Xmx256m", "-cp", f"{home}/jars/*", main, *args]
         self._procs.append(
             subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.base_dir)
         )

@@ -54,11 +54,15 @@ def test_speculation_copies_a_stopped_executors_tasks(cluster: StandaloneCluster
 
 
 def test_process_tree_includes_children() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # A child that lives until its stdin closes.
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         tree = process_tree(os.getpid())
         assert tree[0] == os.getpid()
         assert child.pid in tree
     finally:
-        child.kill()
-        child.wait()
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(30)

@@ -84,6 +84,15 @@ class Place:
     poll_s = 0.02
 
 
+def filled_place(cluster: MiniHdfsCluster, name: str) -> Place:
+    """A fresh tree on HDFS whose input directory holds files 1..TOTAL."""
+    place = Place(cluster, name)
+    place.make_dirs()
+    for i in range(1, TOTAL + 1):
+        place.put(i)
+    return place
+
+
 @pytest.fixture(scope="module")
 def reference(sc: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """The program's outputs on the local file system, without faults."""
@@ -104,10 +113,7 @@ def reference(sc: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, li
 def test_a_restarted_driver_resumes_from_hdfs(
     hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster, reference: dict[str, list[str]]
 ) -> None:
-    place = Place(hdfs_cluster, "resume")
-    place.make_dirs()
-    for i in range(1, TOTAL + 1):
-        place.put(i)
+    place = filled_place(hdfs_cluster, "resume")
     args = (place.uri("in"), place.uri("out"), place.uri("ckpt"))
 
     clock = ManualClock(T0)
@@ -140,10 +146,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
 def test_a_datanode_lost_mid_run_loses_nothing(
     hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster, reference: dict[str, list[str]]
 ) -> None:
-    place = Place(hdfs_cluster, "dn-loss")
-    place.make_dirs()
-    for i in range(1, TOTAL + 1):
-        place.put(i)
+    place = filled_place(hdfs_cluster, "dn-loss")
     clock = ManualClock(T0)
     ssc = program(hdfs_sc, clock, place.uri("in"), place.uri("out"), place.uri("ckpt"))
     try:
