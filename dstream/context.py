@@ -11,6 +11,7 @@ program written for pyspark.streaming runs here by changing its imports.
 from __future__ import annotations
 
 import itertools
+import logging
 import shutil
 import tempfile
 import threading
@@ -37,10 +38,13 @@ if TYPE_CHECKING:
     from dstream.dstream import DStream
     from dstream.operators.partitioned import SectionMarks
     from dstream.recovery import JournalWriter
+    from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.scheduler.scheduler import JobScheduler
     from dstream.storage.journal import MetadataJournal
 
 __all__ = ["StreamingContext"]
+
+log = logging.getLogger(__name__)
 
 _ids = itertools.count()
 
@@ -85,6 +89,7 @@ class StreamingContext:
         self._state_lock = threading.Condition()
         self._error: StreamingJobError | None = None
         self._scheduler: JobScheduler | None = None
+        self._monitor: ExecutorMonitor | None = None
         self.checkpoint_directory: str | None = None
         self._temp_storage: str | None = None
         self._section_marks: SectionMarks | None = None
@@ -286,6 +291,7 @@ class StreamingContext:
                     self._sc, self.job_group_prefix, self._checkpoint_written
                 )
                 self._checkpointer.start()
+            self._monitor = self._start_monitor()
             self._bus.start()
             self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
             for source in self._graph.inputs:
@@ -303,6 +309,51 @@ class StreamingContext:
             )
             self._scheduler.start(first)
             self._state = "active"
+
+    def _start_monitor(self) -> ExecutorMonitor | None:
+        """The JVM shim's task events, read by the executor monitor (per-interval task
+        statistics, stragglers, executor avoidance)."""
+        from dstream.scheduler.monitor import (
+            ExecutorMonitor,
+            SparkExecutorControl,
+            supports_executor_control,
+        )
+        from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
+
+        policy = self.settings.executor_avoidance
+        if policy is not None and not supports_executor_control(self._sc.master or ""):
+            raise ValueError(
+                f"settings.executor_avoidance needs executors in JVMs of their own, but the "
+                f"master is {self._sc.master!r} (tasks run inside the driver); use "
+                "local-cluster[N,cores,MB] or a cluster, or set executor_avoidance=None"
+            )
+        try:
+            feed = TaskEventFeed.attach(self._sc)
+        except ShimMissingError as exc:
+            if policy is not None:
+                raise ShimMissingError(exc.path, needed_by="settings.executor_avoidance") from None
+            log.warning(
+                "%s. Running without per-interval task statistics and straggler tracking.", exc
+            )
+            return None
+        monitor = ExecutorMonitor(
+            feed,
+            self.job_group_prefix,
+            policy=policy,
+            control=SparkExecutorControl(self._sc) if policy is not None else None,
+        )
+        monitor.start()
+        return monitor
+
+    @property
+    def executor_monitor(self) -> ExecutorMonitor:
+        """What each interval's tasks did and which executors straggle (needs the JVM shim)."""
+        if self._monitor is None:
+            raise ContextStateError(
+                "the executor monitor runs once the context is started with the JVM shim "
+                "built (`make shim`)"
+            )
+        return self._monitor
 
     # ---- checkpoints and the metadata journal -----------------------------------------------
     def _check_max_history(self) -> None:
@@ -343,6 +394,8 @@ class StreamingContext:
             self._journal_writer.write(time, completed, pending)
 
     def _batch_completed(self, time: Time, pending: list[Time], completed: Time | None) -> None:
+        if self._monitor is not None:
+            self._monitor.interval_completed(time)
         writer = self._journal_writer
         if writer is not None:
             writer.write(
@@ -465,6 +518,8 @@ class StreamingContext:
                 self._checkpointer.stop(graceful=bool(stopGraceFully))
             for source in self._graph.inputs:
                 source.stop()
+            if self._monitor is not None:
+                self._monitor.stop()
             self._bus.stop()
         with self._state_lock:
             self._state_lock.notify_all()

@@ -20,12 +20,20 @@ __all__ = ["Job", "OutputDStream"]
 
 @dataclass(frozen=True)
 class Job:
-    """One output operation's work for one interval."""
+    """One output operation's work for one interval.
+
+    With timestep pipelining the scheduler calls ``prepare`` (compute the interval's RDD into
+    memory: no side effect, so it may run while earlier intervals still run), then ``run``
+    (the output's side effect) only once the same output's previous interval has run, and
+    ``release`` once the interval is complete. Without pipelining only ``run`` is called.
+    """
 
     time: Time
     output_index: int
     label: str
     run: Callable[[], None]
+    prepare: Callable[[], None] | None = None
+    release: Callable[[], None] | None = None
 
 
 class OutputDStream(DStream[Any]):
@@ -64,4 +72,21 @@ class OutputDStream(DStream[Any]):
                     raise
                 raise UserFunctionError(f"{label} raised {type(exc).__name__}: {exc}") from exc
 
-        return Job(time, self.output_index, label, run)
+        cached_here = []
+
+        def prepare() -> None:
+            # The JVM side of the interval's RDD, counted: its partitions are computed and
+            # cached without shipping a single record to another Python worker.
+            from pyspark import StorageLevel
+
+            if not rdd.is_cached:
+                rdd.persist(StorageLevel.MEMORY_ONLY)
+                cached_here.append(rdd)
+            rdd._jrdd.count()
+
+        def release() -> None:
+            for cached in cached_here:
+                cached.unpersist(blocking=False)
+            cached_here.clear()
+
+        return Job(time, self.output_index, label, run, prepare, release)

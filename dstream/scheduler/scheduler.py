@@ -9,7 +9,21 @@
 
 Only the event loop changes batch state. Job generation for interval t runs on the event
 loop: it builds RDDs (lazily, on the driver) and hands each output's job to the job pool; the
-pool's size is the pipelining depth — how many intervals may run at once.
+pool's size is the pipelining depth — how many output jobs, of one interval or of several,
+may run at once.
+
+Timestep pipelining (depth > 1, paper Sec. 4.2): a job first *prepares* — computes its
+interval's RDD into memory, which has no side effect — as soon as a pool thread is free, so the
+tasks of interval t+1 fill the cores interval t leaves idle. It then waits at its output's
+ordering gate until the same output's previous job has *run* (its side effect: foreachRDD,
+pprint, a save), and runs. Outputs therefore happen in interval order per output, and batches
+complete in interval order. A state stream's interval t+1 needs only its parents' RDDs of t;
+Spark's DAG scheduler shares the stages the two jobs have in common, so t+1 waits for exactly
+those and no more::
+
+    depth 1:  [t: compute+run ][t+1: compute+run ]
+    depth 2:  [t: compute  ][run t]
+                 [t+1: compute   ]…gate…[run t+1]
 """
 
 from __future__ import annotations
@@ -65,6 +79,7 @@ class _Batch:
     info: BatchInfo
     pending: int
     outputs: dict[int, OutputOperationInfo] = field(default_factory=dict)
+    finished_at_ms: int | None = None  # every job done; completed once earlier batches are
 
 
 @dataclass
@@ -110,6 +125,11 @@ class JobScheduler:
         self._completed: deque[Time] = deque(maxlen=1000)
         self._last_generated: Time | None = None
         self._halted: HaltedError | None = None
+        # Ordering gates: per output, the time of its latest generated job (event loop) and
+        # the time of its latest job that ran (guarded by _done; job threads wait on it).
+        self._last_job_of: dict[int, Time] = {}
+        self._ran: dict[int, Time] = {}
+        self._cancelled = False
         self.stats = OverheadStats()
 
     # ---- control (any thread) -------------------------------------------------------------
@@ -130,6 +150,8 @@ class JobScheduler:
         else:
             with self._done:
                 running = [t for t in self._batches]
+                self._cancelled = True  # jobs waiting at a gate give up
+                self._done.notify_all()
             for t in running:
                 self._sc.cancelJobGroup(self._group(t))
         self._pool.shutdown(wait=True, cancel_futures=not graceful)
@@ -253,12 +275,14 @@ class JobScheduler:
             self._on_generated(time, self.pending(), self.completed_upto)
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
         for job in jobs:
-            self._pool.submit(self._run_job, job)
+            previous = self._last_job_of.get(job.output_index)
+            self._last_job_of[job.output_index] = time
+            self._pool.submit(self._run_job, job, previous)
         self.stats.generate_s.append(_time.perf_counter() - began)
         if not jobs:
-            self._complete(batch)
+            self._complete_in_order()
 
-    def _run_job(self, job: Job) -> None:
+    def _run_job(self, job: Job, previous: Time | None) -> None:
         self.post(JobStarted(job.time, job.output_index, self._clock.now().ms))
         error = None
         self._sc.setJobGroup(
@@ -267,10 +291,27 @@ class JobScheduler:
             interruptOnCancel=True,
         )
         try:
+            if self._settings.pipelining_depth > 1 and job.prepare is not None:
+                job.prepare()
+            self._await_turn(job.output_index, previous)
             job.run()
         except BaseException as exc:
             error = describe_failure(job.time, job.output_index, job.label, exc)
+        finally:
+            with self._done:
+                self._ran[job.output_index] = job.time
+                self._done.notify_all()
         self.post(JobFinished(job.time, job.output_index, self._clock.now().ms, error))
+
+    def _await_turn(self, output_index: int, previous: Time | None) -> None:
+        """The ordering gate: return once the output's job of ``previous`` has run."""
+        if previous is None:
+            return
+        with self._done:
+            while (ran := self._ran.get(output_index)) is None or ran < previous:
+                if self._cancelled:
+                    raise RuntimeError("the StreamingContext was stopped before this job ran")
+                self._done.wait()
 
     def _job_started(self, time: Time, index: int, at_ms: int) -> None:
         batch = self._batches[time]
@@ -297,7 +338,17 @@ class JobScheduler:
             self._on_error(error)
         batch.pending -= 1
         if batch.pending == 0:
-            self._complete(batch, at_ms)
+            batch.finished_at_ms = at_ms
+            self._complete_in_order()
+
+    def _complete_in_order(self) -> None:
+        """Complete finished batches, earliest first, stopping at one still running (with
+        pipelining a later interval's jobs may all be done before an earlier one's)."""
+        for time in sorted(self._batches):
+            batch = self._batches[time]
+            if batch.pending > 0:
+                return
+            self._complete(batch, batch.finished_at_ms)
 
     def _complete(self, batch: _Batch, at_ms: int | None = None) -> None:
         began = _time.perf_counter()
@@ -310,6 +361,9 @@ class JobScheduler:
             input_records=records,
             output_operations=tuple(batch.outputs[i] for i in sorted(batch.outputs)),
         )
+        for job in batch.jobs:
+            if job.release is not None:
+                job.release()
         self._graph.batch_completed(batch.time)
         self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info))
         with self._done:

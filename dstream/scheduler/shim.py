@@ -51,9 +51,10 @@ FORMAT_VERSION: Final = 1
 class ShimMissingError(RuntimeError):
     """The shim jar is needed but has not been built."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, needed_by: str | None = None) -> None:
+        why = f" ({needed_by} needs it)" if needed_by else ""
         super().__init__(
-            f"dstream JVM shim jar not found at {path}; "
+            f"dstream JVM shim jar not found at {path}{why}; "
             "build it with `make shim` (or `bash jvm-shim/build.sh`)"
         )
         self.path = path
@@ -454,6 +455,11 @@ class TaskEventFeed:
     def poll(self, max_events: int = 100_000) -> list[Event]:
         """Removes and returns up to ``max_events`` events, oldest first (one Py4J call)."""
         return parse_events(self._recorder.drain(max_events))
+
+    def live_executors(self) -> dict[str, str]:
+        """Executor id -> host of the executors alive now (as the listener bus reported)."""
+        text = str(self._recorder.liveExecutors())
+        return dict(line.split("\t", 1) for line in text.splitlines() if line)
 
     def dropped(self) -> int:
         """Events lost because the JVM buffer was full (the oldest are dropped first)."""

@@ -70,8 +70,11 @@ class StragglerDetector:
     def stage_submitted(self, stage: tuple[int, int], num_tasks: int) -> None:
         self._stages.setdefault(stage, _Stage()).num_tasks = num_tasks
 
-    def stage_completed(self, stage: tuple[int, int]) -> None:
-        self._stages.pop(stage, None)
+    def stage_completed(self, stage: tuple[int, int]) -> list[TaskTiming]:
+        """Forget the stage; returns its tasks still running, which are slow by definition:
+        the stage finished without them (a speculative copy won)."""
+        s = self._stages.pop(stage, None)
+        return [] if s is None else list(s.running.values())
 
     def task_started(self, task: TaskTiming) -> None:
         self._stages.setdefault(task.stage, _Stage()).running[task.task_id] = task

@@ -126,11 +126,22 @@ def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
 
 def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
-    from dstream.scheduler.shim import TaskEnd, TaskEventFeed, TaskStart, executor_pids
+    from dstream.scheduler.shim import TaskEnd, TaskStart, executor_pids
+    from dstream.settings import AvoidancePolicy, StreamingSettings
 
     how_many, at = kill
     clock = ManualClock(0)
-    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    avoidance = (
+        AvoidancePolicy(
+            window=args.avoid_window,
+            strikes=args.avoid_strikes,
+            cooldown=Duration(int(args.avoid_cooldown * 1000)),
+        )
+        if args.avoid
+        else None
+    )
+    settings = StreamingSettings(pipelining_depth=args.depth, executor_avoidance=avoidance)
+    ssc = StreamingContext(sc, Duration(B), clock=clock, settings=settings)
     ssc.checkpoint(root)
     out: dict[int, Any] = {}
     stream = WORKLOADS[args.workload](ssc, args)
@@ -156,11 +167,10 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
                 threading.Timer(args.kill_delay, kill_executors).start()
 
     ssc.addStreamingListener(Faults())
-    feed = TaskEventFeed.attach(sc)
-    feed.poll()  # forget the previous run's events
     slower = Slower(sc, 0, args.slow) if args.slow else None
     ssc.start()
-    began = time.monotonic()
+    feed = ssc.executor_monitor.subscribe()
+    began, began_epoch = time.monotonic(), time.time()
     if slower is not None:
         slower.start()
     try:
@@ -176,6 +186,21 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         if slower is not None:
             slower.stop()
         ssc.stop(stopSparkContext=False)
+    stragglers: dict[str, list[str]] = {}
+    for ms in processing:
+        tasks = ssc.executor_monitor.tasks_of(Time(ms))
+        if tasks is not None and tasks.stragglers:
+            stragglers[str(ms)] = sorted(tasks.stragglers)
+    actions = [
+        {
+            "kind": a.kind,
+            "executor": a.executor,
+            "host": a.host,
+            "target": a.target,
+            "after_s": round(a.at_ms / 1000 - began_epoch, 1),
+        }
+        for a in ssc.executor_monitor.actions
+    ]
     saved: dict[str, list[str]] = {}
     if args.save:
         for name in sorted(os.listdir(os.path.join(root, "out"))):
@@ -222,6 +247,9 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "hosts": sorted({e.host for e in starts}),
         "tasks_by_interval": tasks_by_interval,
         "retried_stages_by_interval": {t: len(v) for t, v in retried_stages.items()},
+        "depth": args.depth,
+        "executor_actions": actions,
+        "stragglers_by_interval": stragglers,
     }
 
 
@@ -251,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow", type=float, default=0.0, help="SIGSTOP duty of executor 0, 0-1")
     p.add_argument("--speculation", action="store_true", help="Spark speculation, tuned")
     p.add_argument("--save", action="store_true", help="also saveAsTextFiles; report them")
+    p.add_argument("--depth", type=int, default=1, help="timestep pipelining depth")
+    p.add_argument("--avoid", action="store_true", help="avoid executors that keep straggling")
+    p.add_argument("--avoid-window", type=int, default=5, help="intervals judged")
+    p.add_argument("--avoid-strikes", type=int, default=3, help="slow intervals to be avoided")
+    p.add_argument("--avoid-cooldown", type=float, default=30.0, help="seconds avoided")
     p.add_argument("--log-level", default="ERROR", help="Spark's log level")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE Spark setting")
     args = p.parse_args(argv)
@@ -280,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="dstream-faults-") as root:
                 result = run(sc, args, kill, root)
             print(json.dumps(result), flush=True)
-            wait_for_executors(sc, args.executors)  # replacements joined before the next run
+            if kill is not args.kill[-1]:
+                wait_for_executors(sc, args.executors)  # replacements joined before the next
     finally:
         sc.stop()
     return 0

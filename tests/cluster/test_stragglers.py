@@ -53,6 +53,25 @@ def test_speculation_copies_a_stopped_executors_tasks(cluster: StandaloneCluster
     assert slowed["saved"] == reference["saved"]
 
 
+def test_an_executor_that_keeps_straggling_is_avoided_then_brought_back(
+    cluster: StandaloneCluster,
+) -> None:
+    reference = faults(cluster, "--intervals", "24")
+    run = faults(
+        cluster,
+        *("--intervals", "24", "--slow", "0.9", "--speculation", "--avoid"),
+        *("--avoid-window", "3", "--avoid-strikes", "2", "--avoid-cooldown", "6"),
+    )
+    slowed = run["slowed"]
+    actions = [(a["kind"], a["executor"], a["target"]) for a in run["executor_actions"]]
+    # Removed after its second slow interval, run on two, asked back after the cooldown.
+    assert actions == [("avoid", slowed, 2), ("restore", slowed, 3)], run["executor_actions"]
+    # The replacement joined and got work.
+    newcomers = set(run["succeeded_by_executor"]) - {"0", "1", "2"}
+    assert newcomers, run["succeeded_by_executor"]
+    assert run["outputs"] == reference["outputs"]
+
+
 def test_process_tree_includes_children() -> None:
     # A child that lives until its stdin closes.
     child = subprocess.Popen(

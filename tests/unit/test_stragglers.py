@@ -46,8 +46,19 @@ def test_failed_tasks_do_not_count_towards_the_median_and_stages_are_forgotten()
     d.stage_submitted(STAGE, 2)
     d.task_ended(TaskTiming(STAGE, 0, 0, "e1", 0, 5, False))
     assert d.threshold_ms(STAGE) is None
-    d.stage_completed(STAGE)
+    assert d.stage_completed(STAGE) == []
     assert d.slow_tasks(10**9) == []
+
+
+def test_tasks_still_running_when_their_stage_completes_are_returned() -> None:
+    d = StragglerDetector()
+    d.stage_submitted(STAGE, 2)
+    d.task_started(task(0, "e1", 0))
+    d.task_started(task(1, "e2", 0))
+    d.task_ended(task(0, "e1", 0, 100))
+    d.task_ended(task(2, "e1", 50, 150))  # the speculative copy of task 1 won
+    assert [t.task_id for t in d.stage_completed(STAGE)] == [1]
+    assert d.stage_completed(STAGE) == []
 
 
 def test_bad_parameters_are_refused() -> None:

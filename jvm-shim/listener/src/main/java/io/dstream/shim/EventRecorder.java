@@ -195,6 +195,20 @@ public class EventRecorder extends SparkListener {
     return buffer.drain(max);
   }
 
+  /**
+   * The executors alive now, as the listener bus reported them: one {@code id<TAB>host} line
+   * each (ids and hosts are never blank and contain neither tabs nor newlines).
+   */
+  public String liveExecutors() {
+    StringBuilder out = new StringBuilder();
+    synchronized (lock) {
+      for (Map.Entry<String, String> entry : executorHosts.entrySet()) {
+        out.append(entry.getKey()).append('\t').append(entry.getValue()).append('\n');
+      }
+    }
+    return out.toString();
+  }
+
   /** Records dropped because the buffer was full. */
   public long dropped() {
     return buffer.dropped();

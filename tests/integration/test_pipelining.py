@@ -1,0 +1,142 @@
+"""Timestep pipelining: interval t+1's tasks run while interval t's still run, yet outputs
+happen, and batches complete, in interval order; results equal those of depth 1.
+
+The overlap is proven without timing: interval 1's task blocks until a marker file exists
+that only interval 2's task writes. With pipelining the marker appears while interval 1
+waits; without it interval 1 gives up after a short deadline and says so in its record.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time as _time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream import StreamingListener, Time
+from dstream.settings import StreamingSettings
+from dstream.testing.streams import BatchCollector, normalize
+
+from .conftest import Harness
+
+
+def wait_for_file(path: str, deadline_s: float) -> bool:
+    """In a task: whether ``path`` appeared within ``deadline_s`` (polls every 10 ms)."""
+    end = _time.monotonic() + deadline_s
+    while not os.path.exists(path):
+        if _time.monotonic() > end:
+            return False
+        _time.sleep(0.01)
+    return True
+
+
+def blocking_map(marker: str, wait_on: Any, writes: Any, deadline_s: float) -> Any:
+    """A map for one-partition intervals: the record ``wait_on`` waits for the marker, the
+    record ``writes`` creates it."""
+
+    def f(x: Any) -> Any:
+        if x == writes:
+            Path(marker).touch()
+        if x == wait_on:
+            return (x, wait_for_file(marker, deadline_s))
+        return (x, None)
+
+    return f
+
+
+class CompletionOrder(StreamingListener):
+    def __init__(self) -> None:
+        self.completed: list[int] = []
+
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        self.completed.append(batchCompleted.batchInfo().batchTime().ms)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_interval_two_computes_while_interval_one_waits_and_outputs_stay_in_order(
+    harness: Any, tmp_path: Path, depth: int
+) -> None:
+    h: Harness = harness(settings=StreamingSettings(pipelining_depth=depth))
+    sc = h.ssc.sparkContext
+    marker = str(tmp_path / "interval-2-computed")
+    # Depth 1 cannot overlap, so interval 1 gives up after a short deadline.
+    deadline = 60.0 if depth > 1 else 2.0
+    stream = h.ssc.queueStream([sc.parallelize([x], 1) for x in range(4)])
+    calls: list[tuple[Time, list[Any]]] = []
+    stream.map(blocking_map(marker, 0, 1, deadline)).foreachRDD(
+        lambda t, rdd: calls.append((t, rdd.collect()))
+    )
+    order = CompletionOrder()
+    h.ssc.addStreamingListener(order)
+    h.ssc.start()
+    h.run_batches(4)
+    h.ssc.listener_bus.wait_until_empty(30)
+    assert calls == [
+        (Time(1000), [(0, depth > 1)]),
+        (Time(2000), [(1, None)]),
+        (Time(3000), [(2, None)]),
+        (Time(4000), [(3, None)]),
+    ]
+    assert order.completed == [1000, 2000, 3000, 4000]
+
+
+def test_a_later_batch_whose_jobs_finish_first_completes_after_the_earlier_one(
+    harness: Any, tmp_path: Path
+) -> None:
+    # Output A runs every interval; output B, a window sliding every 2 intervals, runs at
+    # 2 s and 4 s. B's job of 2 s waits until A's job of 3 s has computed: batch 3 s has
+    # all its jobs done before batch 2 s, and must still complete after it.
+    h: Harness = harness(settings=StreamingSettings(pipelining_depth=3))
+    sc = h.ssc.sparkContext
+    marker = str(tmp_path / "a-3s-computed")
+    stream = h.ssc.queueStream([sc.parallelize([x], 1) for x in range(4)])
+    a = BatchCollector(stream.map(blocking_map(marker, None, 2, 60.0)))
+    b = BatchCollector(stream.window("2s", "2s").map(blocking_map(marker, 1, None, 60.0)))
+    order = CompletionOrder()
+    h.ssc.addStreamingListener(order)
+    h.ssc.start()
+    h.run_batches(4)
+    h.ssc.listener_bus.wait_until_empty(30)
+    assert [r[0] for r in a.in_order()] == [(0, None), (1, None), (2, None), (3, None)]
+    # B of 2 s saw the marker that A of 3 s wrote: the two ran at the same time.
+    assert [sorted(r) for r in b.in_order()] == [[(0, None), (1, True)], [(2, None), (3, None)]]
+    assert order.completed == [1000, 2000, 3000, 4000]
+
+
+def stateful_program(stream: Any) -> Any:
+    words = stream.flatMap(lambda line: line.split()).map(lambda w: (w, 1))
+    windowed = words.reduceByKeyAndWindow(lambda a, b: a + b, lambda a, b: a - b, "3s", "1s")
+    totals = words.updateStateByKey(lambda new, old: sum(new) + (old or 0))
+    sessions = words.track(lambda k, v: v, lambda k, s, v: s + v, "2s")
+    return (
+        windowed.map(lambda kv: ("w", kv))
+        .union(totals.map(lambda kv: ("t", kv)))
+        .union(sessions.map(lambda kv: ("s", kv)))
+    )
+
+
+def test_a_stateful_program_gives_the_same_results_at_every_depth(
+    harness: Any, tmp_path: Path
+) -> None:
+    rng = random.Random(11)
+    vocabulary = ["a", "b", "c", "d", "e"]
+    batches = [
+        [" ".join(rng.choice(vocabulary) for _ in range(rng.randrange(0, 6))) for _ in range(8)]
+        for _ in range(10)
+    ]
+    results = {}
+    for depth in (1, 3):
+        h: Harness = harness(settings=StreamingSettings(pipelining_depth=depth))
+        sc = h.ssc.sparkContext
+        h.ssc.checkpoint(str(tmp_path / f"depth-{depth}"))
+        stream = h.ssc.queueStream([sc.parallelize(b, 2) for b in batches])
+        got = BatchCollector(stateful_program(stream))
+        h.ssc.start()
+        h.run_batches(len(batches))
+        h.ssc.stop(stopSparkContext=False)
+        results[depth] = [normalize(b) for b in got.in_order()]
+    assert len(results[1]) == len(batches)
+    assert results[3] == results[1]
