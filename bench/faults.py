@@ -1,6 +1,7 @@
 """Interval processing time around a real executor failure, on ``local-cluster`` (executor
 JVMs killed with SIGKILL mid-interval). Reproduces, on this machine, the paper's
 
+* Figure 7: parallel recovery against a single-task baseline at several loads;
 * Figure 10: WordCount (30 s window, inverse, checkpoints every 10 s) and Grep, before,
   during and after one failure and two simultaneous failures;
 * Figure 11: WordCount with checkpoint intervals of 2, 10 and 30 s;
@@ -10,7 +11,7 @@ Every run is a ``python -m dstream.testing.faults`` process on a ManualClock (in
 to back, so an interval's processing time is its own work, not waiting). The outputs of the
 faulty runs are checked against the run without failures before any time is reported.
 
-    .venv/bin/python bench/faults.py --figures 10 11 12
+    .venv/bin/python bench/faults.py --figures 7 10 11 12
 """
 
 from __future__ import annotations
@@ -139,12 +140,85 @@ def figure12(args: argparse.Namespace) -> str:
     return f"wordcount, kill at interval {at}:\n\n{table(rows)}\n"
 
 
+def figure7(args: argparse.Namespace) -> str:
+    """Parallel recovery against a single-task baseline, at several loads.
+
+    The paper's Figure 7 compares a node's lost state rebuilt in parallel by the whole
+    cluster with the same state replayed by one backup node (upstream backup). Here both are
+    WordCount on 3 executors, and the executor holding the latest window state is killed
+    with SIGKILL 5 intervals after a checkpoint, so that state is recomputed from lineage:
+
+    * parallel: load L in 6 input and 6 state partitions over the 3 executors; the killed
+      executor's share (a third of the state) is recomputed as one task per lost partition,
+      run side by side on the surviving executors and the replacement;
+    * single task: the same share — load L/3, one executor's worth — in 1 partition,
+      recomputed by one task, as a backup node would replay it alone.
+
+    "Lost" is the wall time the failure cost: the sum, over the failure interval and every
+    later one, of its time above the median before the failure (intervals run back to back
+    on a ManualClock).
+    """
+    at, intervals, rows, lines = 25, 32, [], {}
+    out = ["| load (records/s) | recovery | records/s per partition | interval before | "]
+    out[0] += "failure interval | lost |"
+    out.append("| --- | --- | --- | --- | --- | --- |")
+    for load in args.loads:
+        for label, partitions, rate in (
+            ("parallel", 6, load),
+            ("single task", 1, load // 3),
+        ):
+            result = runs(
+                "wordcount",
+                ["0", f"1@{at}"],
+                intervals=intervals,
+                rate=rate,
+                partitions=partitions,
+                state_partitions=partitions,
+                kill_target="state",
+            )
+            s = series(result[1])
+            before = statistics.median(s[5 : at - 1])
+            lost = sum(max(0.0, v - before) for v in s[at - 1 :])
+            rows.append({"load": load, "config": label, "before_ms": before, "lost_ms": lost})
+            lines[f"{load}/s, {label}"] = s
+            out.append(
+                f"| {load} | {label} | {rate // partitions} | {before:.0f} ms | "
+                f"{s[at - 1]:.0f} ms | {lost / 1000:.1f} s |"
+            )
+            save(f"fig7-{load}-{partitions}", result)
+    (RESULTS / "fig7.json").write_text(json.dumps(rows, indent=1) + "\n")
+    plot_fig7(RESULTS / "fig7.png", rows)
+    plot(RESULTS / "fig7-series.png", f"wordcount: state holder killed at {at}", lines, at)
+    return f"wordcount, the state's executor killed at interval {at}:\n\n" + "\n".join(out)
+
+
+def plot_fig7(path: Path, rows: list[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for config in dict.fromkeys(r["config"] for r in rows):
+        mine = [r for r in rows if r["config"] == config]
+        ax.plot(
+            [r["rate"] for r in mine], [r["lost_ms"] / 1000 for r in mine], marker="o", label=config
+        )
+    ax.set_xlabel("load before the failure (records/s)")
+    ax.set_ylabel("time lost to the failure (s)")
+    ax.set_title("Recovery: parallel vs single task (Fig. 7)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def save(name: str, result: list[dict[str, Any]]) -> None:
     slim = [{k: v for k, v in r.items() if k != "outputs"} for r in result]
     (RESULTS / f"{name}.json").write_text(json.dumps(slim, indent=1) + "\n")
 
 
-FIGURES = {"10": figure10, "11": figure11, "12": figure12}
+FIGURES = {"7": figure7, "10": figure10, "11": figure11, "12": figure12}
 
 
 def main() -> int:
@@ -152,6 +226,7 @@ def main() -> int:
     p.add_argument("--figures", nargs="+", choices=sorted(FIGURES), default=sorted(FIGURES))
     p.add_argument("--rate", type=int, default=2000, help="records per second")
     p.add_argument("--intervals", type=int, default=50)
+    p.add_argument("--loads", type=int, nargs="+", default=[1500, 3000, 6000], help="Fig. 7")
     args = p.parse_args()
     RESULTS.mkdir(exist_ok=True)
     for figure in args.figures:

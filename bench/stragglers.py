@@ -4,9 +4,11 @@ paper's Figure 13), on a standalone cluster whose three workers are distinct hos
 so ``local-cluster``, one host, cannot show speculation).
 
 The straggler is real: executor 0's JVM and its Python workers are stopped with SIGSTOP for
---duty of every 200 ms and resumed with SIGCONT. Three runs of each workload, each in its own
+--duty of every 200 ms and resumed with SIGCONT. Four runs of each workload, each in its own
 process and SparkContext on the same cluster: no straggler; straggler, speculation off;
-straggler, speculation on (``dstream.sparkconf.SPECULATION``). Outputs are compared with the
+straggler, speculation on (``dstream.sparkconf.SPECULATION``); and the same with executor
+avoidance (``StreamingSettings.executor_avoidance``: the straggling executor is removed after
+3 slow intervals of 5 and asked back after --cooldown). Outputs are compared with the
 run without straggler before any time is reported.
 
     .venv/bin/python bench/stragglers.py --duty 0.8
@@ -44,6 +46,7 @@ def main() -> int:
     p.add_argument("--duty", type=float, default=0.8, help="fraction of time executor 0 stops")
     p.add_argument("--intervals", type=int, default=40)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--cooldown", type=float, default=20.0, help="avoidance cooldown, s")
     args = p.parse_args()
     from dstream.testing.standalone import StandaloneCluster
 
@@ -52,10 +55,14 @@ def main() -> int:
         "no straggler": [],
         "straggler, speculation off": ["--slow", str(args.duty)],
         "straggler, speculation on": ["--slow", str(args.duty), "--speculation"],
+        "straggler, speculation on, avoidance": [
+            *("--slow", str(args.duty), "--speculation", "--avoid"),
+            *("--avoid-cooldown", str(args.cooldown)),
+        ],
     }
     print(f"executor 0 stopped {args.duty:.0%} of the time; median ms per interval:\n")
-    print("| workload | " + " | ".join(configs) + " | speculative copies (on) |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| workload | " + " | ".join(configs) + " | speculative copies (on) | avoidance |")
+    print("| --- " * (len(configs) + 3) + "|")
     with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as cluster:
         for workload in ("grep", "wordcount"):
             results = {
@@ -70,10 +77,13 @@ def main() -> int:
                 label: statistics.median(series(r)[args.warmup :]) for label, r in results.items()
             }
             copies = results["straggler, speculation on"]
+            actions = results["straggler, speculation on, avoidance"]["executor_actions"]
+            done = ", ".join(f"{a['kind']} {a['executor']} at {a['after_s']} s" for a in actions)
             print(
                 f"| {workload} | "
                 + " | ".join(f"{m:.0f}" for m in medians.values())
-                + f" | {copies['speculative_tasks']} launched, {copies['speculative_won']} won |",
+                + f" | {copies['speculative_tasks']} launched, {copies['speculative_won']} won"
+                + f" | {done or 'none'} |",
                 flush=True,
             )
             plot(

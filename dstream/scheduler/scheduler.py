@@ -12,9 +12,10 @@ loop: it builds RDDs (lazily, on the driver) and hands each output's job to the 
 pool's size is the pipelining depth — how many output jobs, of one interval or of several,
 may run at once.
 
-Timestep pipelining (depth > 1, paper Sec. 4.2): a job first *prepares* — computes its
-interval's RDD into memory, which has no side effect — as soon as a pool thread is free, so the
-tasks of interval t+1 fill the cores interval t leaves idle. It then waits at its output's
+Timestep pipelining (depth > 1, paper Sec. 4.2): a job that starts while the same output's
+previous job still runs first *prepares* — computes its interval's RDD into memory, which has
+no side effect — so the tasks of interval t+1 fill the cores interval t leaves idle. It then
+waits at its output's
 ordering gate until the same output's previous job has *run* (its side effect: foreachRDD,
 pprint, a save), and runs. Outputs therefore happen in interval order per output, and batches
 complete in interval order. A state stream's interval t+1 needs only its parents' RDDs of t;
@@ -291,7 +292,9 @@ class JobScheduler:
             interruptOnCancel=True,
         )
         try:
-            if self._settings.pipelining_depth > 1 and job.prepare is not None:
+            if job.prepare is not None and not self._my_turn(job.output_index, previous):
+                # An earlier interval of this output still runs: compute ahead meanwhile.
+                # (When it is our turn already, running directly saves the extra job.)
                 job.prepare()
             self._await_turn(job.output_index, previous)
             job.run()
@@ -303,12 +306,15 @@ class JobScheduler:
                 self._done.notify_all()
         self.post(JobFinished(job.time, job.output_index, self._clock.now().ms, error))
 
+    def _my_turn(self, output_index: int, previous: Time | None) -> bool:
+        with self._done:
+            ran = self._ran.get(output_index)
+        return previous is None or (ran is not None and ran >= previous)
+
     def _await_turn(self, output_index: int, previous: Time | None) -> None:
         """The ordering gate: return once the output's job of ``previous`` has run."""
-        if previous is None:
-            return
         with self._done:
-            while (ran := self._ran.get(output_index)) is None or ran < previous:
+            while not self._my_turn(output_index, previous):
                 if self._cancelled:
                     raise RuntimeError("the StreamingContext was stopped before this job ran")
                 self._done.wait()

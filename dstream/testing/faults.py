@@ -107,6 +107,25 @@ class Slower(threading.Thread):
         self.join()
 
 
+def state_holders(sc: Any) -> dict[str, int]:
+    """Executor id -> how many partitions it holds of the newest cached RDD (a state stream's
+    latest state, when the kill comes early in the next interval), from Spark's status store
+    (what the UI's storage page shows)."""
+    cached = sc._jsc.sc().statusStore().rddList(True)
+    rdds = [cached.apply(i) for i in range(cached.size())]
+    newest = max(rdds, key=lambda r: r.id(), default=None)
+    held: dict[str, int] = {}
+    if newest is None or newest.partitions().isEmpty():
+        return held
+    partitions = newest.partitions().get()
+    for i in range(partitions.size()):
+        executors = partitions.apply(i).executors()
+        for j in range(executors.size()):
+            executor = str(executors.apply(j))
+            held[executor] = held.get(executor, 0) + 1
+    return held
+
+
 def executor_count(sc: Any) -> int:
     return int(sc._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
 
@@ -155,7 +174,12 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
 
     def kill_executors() -> None:
         pids = executor_pids(sc.applicationId)
-        for executor_id in sorted(pids, key=int)[:how_many]:
+        chosen = sorted(pids, key=int)
+        if args.kill_target == "state":
+            # The executors holding the previous interval's state (most partitions first).
+            held = state_holders(sc)
+            chosen = sorted((e for e in held if e in pids), key=lambda e: -held[e])
+        for executor_id in chosen[:how_many]:
             os.kill(pids[executor_id], signal.SIGKILL)
             killed.append(executor_id)
         print(f"killed {killed} at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
@@ -275,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--executor-mb", type=int, default=768)
     p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")
     p.add_argument("--kill", action="append", type=parse_kill, default=[], help="N@I, or 0")
+    p.add_argument(
+        "--kill-target",
+        choices=["first", "state"],
+        default="first",
+        help="kill the first N executors, or those holding the stream's last state",
+    )
     p.add_argument("--master", default=None, help="default: local-cluster[EXECUTORS,1,MB]")
     p.add_argument("--slow", type=float, default=0.0, help="SIGSTOP duty of executor 0, 0-1")
     p.add_argument("--speculation", action="store_true", help="Spark speculation, tuned")
