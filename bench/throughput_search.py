@@ -88,7 +88,8 @@ class ProbeSummary:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProbeSummary:
-        return cls(**{k: (math.inf if v is None else v) for k, v in data.items()})
+        values: dict[str, Any] = {k: (math.inf if v is None else v) for k, v in data.items()}
+        return cls(**values)
 
 
 def summarize(

@@ -139,5 +139,5 @@ def test_rejects_inconsistent_bounds():
     probe, _ = capacity_probe(1000)
     with pytest.raises(ValueError, match="start_rate 5000 <= max_rate 1000"):
         search(probe, ONE_S, start_rate=5000, max_rate=1000)
-    with pytest.raises(ValueError, match="tolerance 1.5"):
+    with pytest.raises(ValueError, match=r"tolerance 1\.5"):
         search(probe, ONE_S, start_rate=100, max_rate=1000, tolerance=1.5)
