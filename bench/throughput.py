@@ -160,6 +160,7 @@ def measure(args: argparse.Namespace, system: str, workload: str) -> dict[str, A
         "warmup_s": args.warmup_s,
         "sustain_s": args.sustain_s,
         "searched": not args.rates,
+        "command": shlex.join(["bench/throughput.py", *sys.argv[1:]]),
         "sustained_rate": sustained,
         "capped": capped,
         "probes": [{**s.to_json(), "passed": ok, "why": why} for s, ok, why in probes],

@@ -2,10 +2,12 @@
 process of its own (bench/throughput.py starts it; a fresh SparkContext on a fresh watched
 directory every time, so no JVM state carries over from one probe to the next).
 
-The writer (bench/throughput_input.py) renames one file per interval into the directory at
-the middle of the interval, for ``warmup_s + sustain_s`` seconds; the probe then waits until
-every file's interval produced its result, or until the latency bound has passed since the
-last rename, stops the system and writes JSON:
+Once the system has started (its first, empty, interval done; Structured Streaming: its
+query waiting for data), so that start-up is not charged to the warm-up, the writer
+(bench/throughput_input.py) renames one file per interval into the directory at the middle
+of the interval, for ``warmup_s + sustain_s`` seconds; the probe then waits until every
+file's interval produced its result, or until the latency bound has passed since the last
+rename, stops the system and writes JSON:
 
 - ``batches``: per interval, its processing time (the system's own: the StreamingListener's
   processing delay for the DStream engines, Structured Streaming's ``triggerExecution``
@@ -28,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import throughput_systems as systems
 from throughput_input import RecordPool, Writer
 from throughput_search import summarize
+
+READY_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -62,30 +67,38 @@ def run_probe(p: ProbeParams) -> dict[str, Any]:
     pool = RecordPool(p.pool_records, p.pool_cache)
     writer = Writer(str(directory), pool, p.rate, p.interval_ms, files)
     try:
-        stop = systems.start_system(
+        running = systems.start_system(
             p.system, p.workload, str(directory), work, p.interval_ms, p.master
         )
         try:
+            wait_until(running.ready, READY_TIMEOUT_S, f"{p.system} to start")
             writer.start(lead_ms=2 * p.interval_ms)
             writer.join()
             last = writer.written[-1].renamed_ms
             while time.time() * 1000 < last + p.latency_bound_ms + p.interval_ms:
-                done = {
-                    f for b in systems.RECORDER.batches.values() if b.result_ms for f in b.files
-                }
+                batches = systems.RECORDER.snapshot().values()
+                done = {f for b in batches if b.result_ms for f in b.files}
                 if all(w.name in done for w in writer.written):
                     break
                 time.sleep(0.05)
         finally:
             writer.stop()
-            stop()
+            running.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report(p, writer)
 
 
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout_s:.0f} s for {what}; is the machine idle?")
+        time.sleep(0.05)
+
+
 def report(p: ProbeParams, writer: Writer) -> dict[str, Any]:
-    batches = dict(systems.RECORDER.batches)
+    batches = systems.RECORDER.snapshot()
     batch_of = {name: key for key, b in batches.items() for name in b.files}
     measured_from = writer.first_boundary_ms + round(p.warmup_s * 1000)
     files_out, latencies = [], []

@@ -184,7 +184,9 @@ def write_report(out: Path, target: Path) -> None:
                 "the sustained rate is the best passing rate among those probed."
             )
         )
-        md.append(f"\n```sh\nPYTHONPATH=. .venv/bin/python {run.get('command', '?')}\n```\n")
+        commands = sorted({r.get("command", run.get("command", "?")) for r in interval_rows})
+        md.append("\n```sh\n" + "".join(f"PYTHONPATH=. .venv/bin/python {c}\n" for c in commands))
+        md.append("```\n")
         versions = run.get("versions", {})
         if versions:
             md.append("Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "\n")

@@ -33,7 +33,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from importlib import import_module
 from pathlib import Path
@@ -46,6 +46,7 @@ __all__ = [
     "WORKLOADS",
     "Batch",
     "Recorder",
+    "Running",
     "WindowCounts",
     "start_system",
     "top",
@@ -95,9 +96,23 @@ class Recorder:
             for name, value in fields.items():
                 setattr(batch, name, value)
 
-    def results(self) -> dict[int, Any]:
+    def snapshot(self) -> dict[int, Batch]:
         with self._lock:
-            return {k: b.result for k, b in self.batches.items() if b.result_ms is not None}
+            return {k: replace(b, files=list(b.files)) for k, b in self.batches.items()}
+
+    def any_processed(self) -> bool:
+        """Whether an interval has completed (the system is up, its first job done)."""
+        with self._lock:
+            return any(b.processing_ms is not None for b in self.batches.values())
+
+
+@dataclass(frozen=True)
+class Running:
+    """A started system: ``ready()`` once it has started and is idle (the writer waits for
+    it, so start-up is not charged to the warm-up), ``stop()`` to stop it."""
+
+    stop: Callable[[], None]
+    ready: Callable[[], bool]
 
 
 # The probe's recorder. A module global on purpose: the DStream engines checkpoint their
@@ -180,7 +195,7 @@ def dstream_program(ssc: Any, directory: str, workload: str, interval_s: float) 
 
 def start_dstream_engine(
     system: str, sc: Any, directory: str, work: Path, workload: str, interval_ms: int
-) -> Callable[[], None]:
+) -> Running:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         engine: Any = import_module("dstream" if system == "dstream" else "pyspark.streaming")
@@ -210,7 +225,10 @@ def start_dstream_engine(
 
     ssc.addStreamingListener(Listener())
     ssc.start()
-    return lambda: ssc.stop(stopSparkContext=True, stopGraceFully=False)
+    return Running(
+        stop=lambda: ssc.stop(stopSparkContext=True, stopGraceFully=False),
+        ready=RECORDER.any_processed,  # the first (empty) interval completed
+    )
 
 
 # -- Structured Streaming -----------------------------------------------------------------
@@ -218,7 +236,7 @@ def start_dstream_engine(
 
 def start_structured(
     sc: Any, directory: str, work: Path, workload: str, interval_ms: int
-) -> Callable[[], None]:
+) -> Running:
     """``readStream.text`` + ``foreachBatch`` with a processing-time trigger of the interval.
 
     Grep is one DataFrame count per batch. For the 30 s window, Structured Streaming offers
@@ -287,7 +305,12 @@ def start_structured(
             RECORDER.update(batch_id, files=names)
         spark.stop()
 
-    return stop
+    def ready() -> bool:
+        # No batch runs without new files: ready once the query waits for data.
+        status = query.status
+        return not status["isTriggerActive"] and status["message"].startswith("Waiting for")
+
+    return Running(stop, ready)
 
 
 def structured_batch_files(checkpoint: Path) -> dict[int, list[str]]:
@@ -311,7 +334,7 @@ def structured_batch_files(checkpoint: Path) -> dict[int, list[str]]:
 # -- pyarrow, one core --------------------------------------------------------------------
 
 
-def start_pyarrow(directory: str, workload: str, interval_ms: int) -> Callable[[], None]:
+def start_pyarrow(directory: str, workload: str, interval_ms: int) -> Running:
     """Every interval boundary (multiples of the interval in epoch time, like the Spark
     timers), read the files renamed in since the last one and compute the result; an
     interval that overruns delays the next, which then starts at once (a queue, as in the
@@ -382,7 +405,7 @@ def start_pyarrow(directory: str, workload: str, interval_ms: int) -> Callable[[
         stopping.set()
         thread.join()
 
-    return stop
+    return Running(stop, RECORDER.any_processed)
 
 
 # -- one entry point ----------------------------------------------------------------------
@@ -403,9 +426,8 @@ def spark_conf(master: str) -> Any:
 
 def start_system(
     system: str, workload: str, directory: str, work: Path, interval_ms: int, master: str
-) -> Callable[[], None]:
-    """Start ``system`` on ``workload`` over ``directory``; returns its stop function. Results
-    go to :data:`RECORDER`."""
+) -> Running:
+    """Start ``system`` on ``workload`` over ``directory``. Results go to :data:`RECORDER`."""
     if system not in SYSTEMS:
         raise ValueError(f"system {system!r} is not one of {', '.join(SYSTEMS)}")
     if workload not in WORKLOADS:
