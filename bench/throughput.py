@@ -109,6 +109,7 @@ def probe_params(args: argparse.Namespace, system: str, workload: str, rate: int
         master=args.master,
         pool_records=args.pool_records,
         pool_cache=args.pool_cache,
+        max_warmup_s=args.max_warmup_s,
     )
 
 
@@ -122,7 +123,8 @@ def measure(args: argparse.Namespace, system: str, workload: str) -> dict[str, A
         seq += 1
         p = probe_params(args, system, workload, rate)
         out = Path(args.out) / "probes" / f"{tag}-{seq:02d}-{rate}.json"
-        result = probe_in_subprocess(p, out, timeout_s=p.warmup_s + p.sustain_s + 180)
+        warmup_s = p.max_warmup_s if p.max_warmup_s is not None else 2 * p.warmup_s + 10
+        result = probe_in_subprocess(p, out, timeout_s=warmup_s + p.sustain_s + 180)
         if result["summary"] is None:
             raise RuntimeError(f"probe {out} measured nothing; make --sustain-s longer")
         summary = ProbeSummary.from_json(result["summary"])
@@ -158,6 +160,7 @@ def measure(args: argparse.Namespace, system: str, workload: str) -> dict[str, A
         "interval_ms": args.interval_ms,
         "latency_bound_ms": args.criteria.latency_bound_ms,
         "warmup_s": args.warmup_s,
+        "max_warmup_s": args.max_warmup_s,
         "sustain_s": args.sustain_s,
         "searched": not args.rates,
         "command": shlex.join(["bench/throughput.py", *sys.argv[1:]]),
@@ -175,7 +178,7 @@ def measure(args: argparse.Namespace, system: str, workload: str) -> dict[str, A
 def expected(args: argparse.Namespace, files: int, rate: int) -> dict[str, Any]:
     """The oracle, in plain Python over the very bytes the writer will write."""
     pool = RecordPool(args.pool_records, args.pool_cache)
-    counts = Writer("", pool, rate, args.interval_ms, files).counts()
+    counts = Writer("", pool, rate, args.interval_ms, files).counts(files)
     per_file = [pool.file(n, c).decode("ascii").splitlines() for n, c in enumerate(counts)]
     words: Counter[str] = Counter(w for lines in per_file for line in lines for w in line.split())
     return {
@@ -260,6 +263,13 @@ def main() -> int:
     p.add_argument("--latency-bound-ms", type=int, default=None, help="default: 2 x interval")
     p.add_argument("--sustain-s", type=float, default=60)
     p.add_argument("--warmup-s", type=float, default=20)
+    p.add_argument(
+        "--max-warmup-s",
+        type=float,
+        default=None,
+        help="longest warm-up while the system drains its start-up backlog "
+        "(default 2 x --warmup-s + 10)",
+    )
     p.add_argument("--start-rate", type=int, default=5000)
     p.add_argument("--max-rate", type=int, default=2_000_000)
     p.add_argument("--min-rate", type=int, default=250)

@@ -72,10 +72,11 @@ class WrittenFile:
 
 
 class Writer:
-    """Writes ``files`` files, one per interval, ``rate`` records/s, in a thread."""
+    """Writes one file per interval, ``rate`` records/s, in a thread: ``files`` files, or
+    until :meth:`finish_with` or :meth:`stop` if ``files`` is None."""
 
     def __init__(
-        self, directory: str, pool: RecordPool, rate: int, interval_ms: int, files: int
+        self, directory: str, pool: RecordPool, rate: int, interval_ms: int, files: int | None
     ) -> None:
         self.directory = Path(directory)
         self.pool = pool
@@ -87,14 +88,18 @@ class Writer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def counts(self) -> list[int]:
+    def counts(self, files: int) -> list[int]:
         """Records per file: ``rate * interval`` with the fraction carried over."""
         out, owed = [], 0.0
-        for _ in range(self.files):
+        for _ in range(files):
             owed += self.rate * self.interval_ms / 1000
             out.append(int(owed))
             owed -= int(owed)
         return out
+
+    def boundary_ms(self, n: int) -> int:
+        """The start of the interval in which file ``n`` is renamed in (at its middle)."""
+        return self.first_boundary_ms + n * self.interval_ms
 
     def start(self, lead_ms: int = 1000) -> Writer:
         """Start with the interval that begins at least ``lead_ms`` from now."""
@@ -105,6 +110,10 @@ class Writer:
         self._thread.start()
         return self
 
+    def finish_with(self, files: int) -> None:
+        """Write files up to number ``files - 1``, then stop."""
+        self.files = files
+
     def join(self) -> None:
         if self._thread is not None:
             self._thread.join()
@@ -114,14 +123,19 @@ class Writer:
         self.join()
 
     def _run(self) -> None:
-        for n, count in enumerate(self.counts()):
+        n, owed = 0, 0.0
+        while self.files is None or n < self.files:
+            owed += self.rate * self.interval_ms / 1000
+            count = int(owed)
+            owed -= count
             name = f"in-{n:07d}.txt"
             hidden = self.directory / f".{name}"
             hidden.write_bytes(self.pool.file(n, count))  # ahead of time, off the clock
-            due_ms = self.first_boundary_ms + n * self.interval_ms + self.interval_ms // 2
+            due_ms = self.boundary_ms(n) + self.interval_ms // 2
             if self._stop.wait(max(0.0, due_ms / 1000 - time.time())):
                 hidden.unlink()
                 return
             os.utime(hidden)  # mtime = now: file sources choose files by modification time
             os.rename(hidden, self.directory / name)
             self.written.append(WrittenFile(name, n, count, int(time.time() * 1000)))
+            n += 1

@@ -5,9 +5,9 @@ directory every time, so no JVM state carries over from one probe to the next).
 Once the system has started (its first, empty, interval done; Structured Streaming: its
 query waiting for data), so that start-up is not charged to the warm-up, the writer
 (bench/throughput_input.py) renames one file per interval into the directory at the middle
-of the interval, for ``warmup_s + sustain_s`` seconds; the probe then waits until every
-file's interval produced its result, or until the latency bound has passed since the last
-rename, stops the system and writes JSON:
+of the interval, through the warm-up (see :func:`warm_up`) and then ``sustain_s`` seconds;
+the probe then waits until every file's interval produced its result, or until the latency
+bound has passed since the last rename, stops the system and writes JSON:
 
 - ``batches``: per interval, its processing time (the system's own: the StreamingListener's
   processing delay for the DStream engines, Structured Streaming's ``triggerExecution``
@@ -17,8 +17,7 @@ rename, stops the system and writes JSON:
   interval that read the file returned) - (epoch ms just after the file's rename into the
   watched directory returned), both taken in this process; ``null`` if it got no result;
 - ``summary``: bench/throughput_search.summarize over the intervals and files after the
-  warm-up (files renamed in the first ``warmup_s`` and the intervals that read them are left
-  out).
+  warm-up (files renamed during the warm-up and the intervals that read them are left out).
 
     PYTHONPATH=. .venv/bin/python bench/throughput_probe.py '{"system": "dstream", ...}' OUT
 """
@@ -55,7 +54,8 @@ class ProbeParams:
     master: str = "local[2]"
     pool_records: int = 500_000
     pool_cache: str = "/tmp/dstream-throughput-pool"
-    files: int | None = None  # default: (warmup_s + sustain_s) / interval
+    max_warmup_s: float | None = None  # default: 2 * warmup_s + 10 (see warm_up)
+    files: int | None = None  # exactly this many files, all measured (--check)
     keep_results: bool = False  # every interval's result in the JSON (for --check)
 
 
@@ -63,9 +63,8 @@ def run_probe(p: ProbeParams) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"dstream-throughput-{p.system}-"))
     directory = work / "in"
     directory.mkdir()
-    files = p.files or round((p.warmup_s + p.sustain_s) * 1000 / p.interval_ms)
     pool = RecordPool(p.pool_records, p.pool_cache)
-    writer = Writer(str(directory), pool, p.rate, p.interval_ms, files)
+    writer = Writer(str(directory), pool, p.rate, p.interval_ms, p.files)
     try:
         running = systems.start_system(
             p.system, p.workload, str(directory), work, p.interval_ms, p.master
@@ -73,12 +72,16 @@ def run_probe(p: ProbeParams) -> dict[str, Any]:
         try:
             wait_until(running.ready, READY_TIMEOUT_S, f"{p.system} to start")
             writer.start(lead_ms=2 * p.interval_ms)
+            if p.files is None:
+                measured_from = warm_up(p, writer)
+                first = (measured_from - writer.first_boundary_ms) // p.interval_ms
+                writer.finish_with(first + round(p.sustain_s * 1000 / p.interval_ms))
+            else:
+                measured_from = writer.first_boundary_ms
             writer.join()
             last = writer.written[-1].renamed_ms
-            while time.time() * 1000 < last + p.latency_bound_ms + p.interval_ms:
-                batches = systems.RECORDER.snapshot().values()
-                done = {f for b in batches if b.result_ms for f in b.files}
-                if all(w.name in done for w in writer.written):
+            while now_ms() < last + p.latency_bound_ms + p.interval_ms:
+                if not unanswered(writer, now_ms()):
                     break
                 time.sleep(0.05)
         finally:
@@ -86,7 +89,36 @@ def run_probe(p: ProbeParams) -> dict[str, Any]:
             running.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return report(p, writer)
+    return report(p, writer, measured_from)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def unanswered(writer: Writer, renamed_before_ms: int) -> list[str]:
+    """The files renamed in by the given time whose interval has no result yet."""
+    done = {f for b in systems.RECORDER.snapshot().values() if b.result_ms for f in b.files}
+    return [
+        w.name for w in writer.written if w.renamed_ms <= renamed_before_ms and w.name not in done
+    ]
+
+
+def warm_up(p: ProbeParams, writer: Writer) -> int:
+    """The interval boundary from which files are measured: at least ``warmup_s`` after the
+    first file and, up to ``max_warmup_s``, not before the system has caught up, i.e. every
+    file renamed more than two intervals ago has its result. A system's first intervals with
+    data are slow (Python workers start, code is loaded and compiled); the backlog they leave
+    must not be charged to the measured period, or a rate close to capacity fails only
+    because it drains slowly."""
+    start = writer.first_boundary_ms
+    earliest = start + round(p.warmup_s * 1000)
+    max_warmup_s = p.max_warmup_s if p.max_warmup_s is not None else 2 * p.warmup_s + 10
+    latest = start + round(max_warmup_s * 1000)
+    time.sleep(max(0.0, earliest / 1000 - time.time()))
+    while now_ms() < latest and unanswered(writer, now_ms() - 2 * p.interval_ms):
+        time.sleep(0.1)
+    return writer.boundary_ms(-(-(now_ms() - start) // p.interval_ms))
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -97,10 +129,9 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
         time.sleep(0.05)
 
 
-def report(p: ProbeParams, writer: Writer) -> dict[str, Any]:
+def report(p: ProbeParams, writer: Writer, measured_from: int) -> dict[str, Any]:
     batches = systems.RECORDER.snapshot()
     batch_of = {name: key for key, b in batches.items() for name in b.files}
-    measured_from = writer.first_boundary_ms + round(p.warmup_s * 1000)
     files_out, latencies = [], []
     for w in writer.written:
         key = batch_of.get(w.name)
@@ -125,6 +156,8 @@ def report(p: ProbeParams, writer: Writer) -> dict[str, Any]:
     out: dict[str, Any] = {
         "params": asdict(p),
         "first_boundary_ms": writer.first_boundary_ms,
+        "measured_from_ms": measured_from,
+        "warmup_used_s": (measured_from - writer.first_boundary_ms) / 1000,
         "files": files_out,
         "batches": [
             {
