@@ -58,20 +58,33 @@ the inverse function, collected to the driver. TopK: the 10 most frequent words 
   inverse).
 - `structured`: Structured Streaming from Python, `readStream.text(dir)` with
   `trigger(processingTime=interval)` and `foreachBatch`. Grep is a DataFrame `count` per
-  batch. The 30 s window could not be expressed as a streaming DataFrame aggregation that
-  yields the whole window every interval: `groupBy(window(ts, "30 seconds", slide), word)`
-  assigns each record to 30 / slide windows (there is no inverse function); in update mode a
-  batch emits only the keys it touched, in append mode (with a watermark) a window is emitted
-  only after the watermark passes its end, intervals later, and complete mode never drops old
-  windows. So, as a user would, each batch's word counts are a DataFrame aggregation
-  (`explode(split)` → `groupBy` → `count`) collected to the driver, and the window is a ring
-  of per-interval counts kept on the driver with the inverse (add entering, subtract
-  leaving), keyed by the interval the batch ran in (no batch runs for an interval without new
-  files).
+  batch. The 30 s window with a result every interval could not be expressed as a streaming
+  DataFrame aggregation: `groupBy(window(current_timestamp(), "30 seconds", slide), word)`
+  is accepted, but assigns each record to 30 / slide windows (there is no inverse
+  function), and no output mode yields the whole window each interval. Update mode emits
+  only the (window, word) rows the batch touched; complete mode re-emits every window ever
+  seen (no state is dropped); append mode with a watermark emits each window once, complete,
+  but only in a later batch, after new data has moved the watermark past the window's end,
+  so the last windows are not emitted at all once the input stops (tried with a 4 s window,
+  1 s slide and 0 s watermark over processing time: each window came out in a batch after
+  the one that closed it; of the windows holding the last batch's records, those ending
+  after the watermark's last advance never came out). So, as a user would, each batch's
+  word counts are a DataFrame aggregation (`explode(split)` -> `groupBy` -> `count`, all in
+  the JVM, no Python worker) collected to the driver, and the window is a ring of
+  per-interval counts kept on the driver with the inverse (add entering, subtract leaving),
+  keyed by the interval in which the batch ran (Structured Streaming runs no batch for an
+  interval without new files).
 - `pyarrow`: the physical reference, one Python thread with pyarrow limited to one CPU and
   one I/O thread: at each interval boundary it lists the new files, reads them with
   `pyarrow.csv`, and computes `match_substring` + `sum`, or `ascii_split_whitespace` +
   `value_counts` with the same driver-side window ring as `structured`.
+
+**Warm-up.** The writer starts once the system is up (the DStream engines' and pyarrow's
+first, empty, interval done; the Structured Streaming query waiting for data). The warm-up
+then lasts at least `--warmup-s` and, up to `--max-warmup-s`, until every file renamed more
+than two intervals ago has its result: a system's first intervals with data are slow (Python
+workers start, code is loaded), and the backlog they leave is not charged to the measured
+`--sustain-s` seconds (each probe's JSON records the warm-up it used).
 
 The `--check` mode runs every system over the same 4 files and compares its outputs with a
 plain-Python oracle over the same bytes (Grep: every interval that read one file, and the
@@ -208,6 +221,9 @@ def write_report(out: Path, target: Path) -> None:
                     )
                     md.append(f"- {row['system']}: {probes}")
                 md.append("")
+    notes = out / "NOTES.md"
+    if notes.exists():
+        md.insert(1, notes.read_text())
     check = out / "check.json"
     if check.exists():
         results = json.loads(check.read_text())

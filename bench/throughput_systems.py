@@ -241,10 +241,12 @@ def start_structured(
 
     Grep is one DataFrame count per batch. For the 30 s window, Structured Streaming offers
     ``groupBy(window(ts, "30 s", slide))`` over an event- or processing-time column, which
-    assigns every record to 30 / slide windows (no inverse function) and, with a watermark
-    in append mode, emits a window only after the watermark passes its end, i.e. intervals
-    later; update mode emits only the keys a batch touched, so it cannot produce the whole
-    window each interval. So the window is kept like a user would in ``foreachBatch``: the
+    assigns every record to 30 / slide windows (no inverse function); no output mode gives
+    the whole window every interval: update mode emits only the rows a batch touched,
+    complete mode every window ever seen, and append mode (with a watermark) each window
+    once, but only in a later batch whose data moved the watermark past the window's end
+    (never, for the last windows, once input stops). BENCHMARKS.md has the details. So the
+    window is kept like a user would in ``foreachBatch``: the
     batch's word counts are a DataFrame aggregation collected to the driver, and the window
     is a ring of per-interval counts with the inverse (:class:`WindowCounts`), keyed by the
     interval in which the batch ran (Structured Streaming runs no batch for an interval
@@ -256,6 +258,7 @@ def start_structured(
 
     spark = SparkSession(sc)
     window = WindowCounts(WINDOW_S * 1000 // interval_ms)
+    checkpoint = work / "checkpoint"
 
     def run_batch(df: Any, batch_id: int) -> None:
         started = now_ms()
@@ -280,6 +283,9 @@ def start_structured(
                 p.batchId,
                 time_ms=round(started.timestamp() * 1000),
                 processing_ms=float(p.durationMs.get("triggerExecution", 0)),
+                # Read here, off the batch, so the probe sees during the run which files
+                # have their result (its warm-up waits for that).
+                files=structured_batch_files(checkpoint, p.batchId).get(p.batchId, []),
             )
 
         def onQueryIdle(self, event: Any) -> None:
@@ -289,7 +295,6 @@ def start_structured(
             pass
 
     spark.streams.addListener(Progress())
-    checkpoint = work / "checkpoint"
     query = (
         spark.readStream.text(directory)
         .writeStream.foreachBatch(run_batch)
@@ -313,13 +318,18 @@ def start_structured(
     return Running(stop, ready)
 
 
-def structured_batch_files(checkpoint: Path) -> dict[int, list[str]]:
+def structured_batch_files(checkpoint: Path, batch_id: int | None = None) -> dict[int, list[str]]:
     """``{batch id: file names}`` from a file source's metadata log (``sources/0/N`` and the
-    compacted ``N.compact``: a version line, then one JSON object per file)."""
+    compacted ``N.compact``: a version line, then one JSON object per file); only batch
+    ``batch_id``'s log file if given."""
     out: dict[int, list[str]] = {}
     log = checkpoint / "sources" / "0"
-    for entry in sorted(log.iterdir()) if log.is_dir() else []:
-        if entry.name.startswith("."):
+    if batch_id is not None:
+        entries = [log / str(batch_id), log / f"{batch_id}.compact"]
+    else:
+        entries = sorted(log.iterdir()) if log.is_dir() else []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_file():
             continue
         for line in entry.read_text().splitlines():
             if line.startswith("{"):

@@ -49,3 +49,6 @@ def test_structured_batch_files_reads_plain_and_compacted_logs(tmp_path):
     (log / "10").write_text("\n".join(["v1", entry("c", 10), entry("d", 10)]))
     (log / ".10.crc").write_text("ignored")
     assert structured_batch_files(tmp_path) == {0: ["a"], 9: ["b"], 10: ["c", "d"]}
+    assert structured_batch_files(tmp_path, 10) == {10: ["c", "d"]}
+    assert structured_batch_files(tmp_path, 9) == {0: ["a"], 9: ["b"]}  # the compacted log
+    assert structured_batch_files(tmp_path, 11) == {}
