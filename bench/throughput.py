@@ -164,6 +164,8 @@ def measure(args: argparse.Namespace, system: str, workload: str) -> dict[str, A
         "sustain_s": args.sustain_s,
         "searched": not args.rates,
         "command": shlex.join(["bench/throughput.py", *sys.argv[1:]]),
+        "measured": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "dstream_commit": args.commit,
         "sustained_rate": sustained,
         "capped": capped,
         "probes": [{**s.to_json(), "passed": ok, "why": why} for s, ok, why in probes],
@@ -224,7 +226,9 @@ def check_one(workload: str, want: dict[str, Any], probe: dict[str, Any]) -> lis
 def check(args: argparse.Namespace) -> int:
     files, rate = 4, 2000
     failures = 0
-    report: dict[str, Any] = {}
+    summary = Path(args.out) / "check.json"
+    # Merged with earlier checks, so one system can be re-checked alone.
+    report: dict[str, Any] = json.loads(summary.read_text()) if summary.exists() else {}
     for workload in args.workloads:
         want = expected(args, files, rate)
         for system in args.systems:
@@ -247,10 +251,14 @@ def check(args: argparse.Namespace) -> int:
             problems = check_one(workload, want, probe)
             failures += bool(problems)
             reads = [b["files"] for b in probe["batches"] if b["files"]]
-            report[f"{workload}/{system}"] = {"problems": problems, "batches_files": reads}
+            report[f"{workload}/{system}"] = {
+                "problems": problems,
+                "batches_files": reads,
+                "dstream_commit": versions()["dstream_commit"],
+            }
             print(f"check {workload:9} {system:17} {problems or 'ok'}")
             print(f"      intervals read {reads}", flush=True)
-    (Path(args.out) / "check.json").write_text(json.dumps(report, indent=2))
+    summary.write_text(json.dumps(report, indent=2))
     print("all outputs agree" if not failures else f"{failures} system/workload(s) disagree")
     return 1 if failures else 0
 
@@ -292,12 +300,13 @@ def main() -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.check:
         return check(args)
-    run = {
+    run: dict[str, Any] = {
         "command": shlex.join(["bench/throughput.py", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "versions": versions(),
     }
     (Path(args.out) / f"run-{args.interval_ms}ms.json").write_text(json.dumps(run, indent=2))
+    args.commit = run["versions"]["dstream_commit"]
     for workload in args.workloads:
         for system in args.systems:
             row = measure(args, system, workload)

@@ -146,7 +146,7 @@ def plot(rows: list[dict[str, Any]], interval_ms: int, path: Path) -> None:
     fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
     for ax, workload in zip(axes[0], workloads, strict=True):
         bound = None
-        for row in rows:
+        for row in sorted(rows, key=lambda r: SYSTEMS.index(r["system"])):
             if row["workload"] != workload:
                 continue
             bound = row["latency_bound_ms"]
@@ -155,7 +155,8 @@ def plot(rows: list[dict[str, Any]], interval_ms: int, path: Path) -> None:
             )
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=row["system"])
+                color = f"C{SYSTEMS.index(row['system'])}"  # the same colour in every plot
+                ax.plot(xs, ys, marker="o", color=color, label=row["system"])
         if bound is not None:
             ax.axhline(bound, color="grey", linestyle="--", linewidth=1, label="bound")
         ax.set_xscale("log")
@@ -184,23 +185,28 @@ def write_report(out: Path, target: Path) -> None:
         run = runs.get(interval_ms, {})
         first = interval_rows[0]
         searched = all(r["searched"] for r in interval_rows)
+        bound = first["latency_bound_ms"]
+        md.append(f"## {interval_ms} ms intervals, p95 latency bound {bound} ms\n")
+        dates = sorted({r.get("measured", run.get("started", "?")) for r in interval_rows})
+        commits = sorted({r.get("dstream_commit", "?") for r in interval_rows})
         md.append(
-            f"## {interval_ms} ms intervals, p95 latency bound {first['latency_bound_ms']} ms\n"
-        )
-        md.append(
-            f"Measured {run.get('started', '?')}: {first['sustain_s']:g} s sustained after "
-            f"{first['warmup_s']:g} s warm-up, "
+            f"Measured {dates[0]} to {dates[-1]} at commit(s) {', '.join(commits)}: "
+            f"{first['sustain_s']:g} s sustained after at least {first['warmup_s']:g} s "
+            "warm-up, "
             + (
                 "found by the search."
                 if searched
-                else "**fixed rates (`--rates`), not a search**: "
-                "the sustained rate is the best passing rate among those probed."
+                else "**fixed rates (`--rates`), not a search**: the sustained rate is the "
+                "best passing rate among those probed."
             )
         )
         commands = sorted({r.get("command", run.get("command", "?")) for r in interval_rows})
-        md.append("\n```sh\n" + "".join(f"PYTHONPATH=. .venv/bin/python {c}\n" for c in commands))
-        md.append("```\n")
-        versions = run.get("versions", {})
+        md.append(
+            "\n```sh\n"
+            + "".join(f"PYTHONPATH=. .venv/bin/python {c}\n" for c in commands)
+            + "```\n"
+        )
+        versions = {k: v for k, v in run.get("versions", {}).items() if k != "dstream_commit"}
         if versions:
             md.append("Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "\n")
         png = out.parent / f"throughput-{interval_ms}ms.png"
