@@ -1,0 +1,54 @@
+"""The throughput benchmark's pure pieces outside the search: the driver-side window with the
+inverse (Structured Streaming and pyarrow keep their 30 s window with it), the top-k order,
+and reading which files each Structured Streaming batch read from its file-source log."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from throughput_systems import WindowCounts, structured_batch_files, top
+
+
+def test_window_adds_entering_and_subtracts_leaving_intervals():
+    parts = [{"a": 2, "b": 1}, {"a": 1}, {"c": 4}, {}, {"b": 2}]
+    window = WindowCounts(length=3)
+    for i, counts in enumerate(parts):
+        window.add(i, counts)
+        want = sum((Counter(p) for p in parts[max(0, i - 2) : i + 1]), Counter())
+        assert window.totals == dict(want)  # zeros dropped, like filterFunc in the DStreams
+
+
+def test_window_keys_are_intervals_not_calls():
+    window = WindowCounts(length=2)
+    window.add(10, {"a": 1})
+    window.add(11, {"a": 1})
+    window.add(13, {"b": 1})  # interval 12 had no batch: 10 and 11 have both left
+    assert window.totals == {"b": 1}
+    with pytest.raises(ValueError, match="at least one"):
+        WindowCounts(0)
+
+
+def test_top_orders_by_count_then_word():
+    assert top({"b": 3, "a": 3, "c": 5, "d": 1}, k=3) == [["c", 5], ["a", 3], ["b", 3]]
+
+
+def test_structured_batch_files_reads_plain_and_compacted_logs(tmp_path):
+    log = tmp_path / "sources" / "0"
+    log.mkdir(parents=True)
+
+    def entry(name: str, batch: int) -> str:
+        return json.dumps({"path": f"file:///in/{name}", "timestamp": 1, "batchId": batch})
+
+    (log / "9.compact").write_text("\n".join(["v1", entry("a", 0), entry("b", 9)]))
+    (log / "10").write_text("\n".join(["v1", entry("c", 10), entry("d", 10)]))
+    (log / ".10.crc").write_text("ignored")
+    assert structured_batch_files(tmp_path) == {0: ["a"], 9: ["b"], 10: ["c", "d"]}
+    assert structured_batch_files(tmp_path, 10) == {10: ["c", "d"]}
+    assert structured_batch_files(tmp_path, 9) == {0: ["a"], 9: ["b"]}  # the compacted log
+    assert structured_batch_files(tmp_path, 11) == {}
