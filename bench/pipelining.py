@@ -81,6 +81,8 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=20000, help="records per interval")
     p.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--partitions", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=sorted(WORKLOADS))
+    p.add_argument("--out", default="pipelining.json", help="file name under bench/results")
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
@@ -92,7 +94,7 @@ def main() -> int:
     sc.setLogLevel("ERROR")
     results: list[dict[str, Any]] = []
     try:
-        for workload in WORKLOADS:
+        for workload in args.workloads:
             for partitions in args.partitions:
                 times: dict[int, list[float]] = {d: [] for d in args.depths}
                 reference = None
@@ -115,7 +117,7 @@ def main() -> int:
     finally:
         sc.stop()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "pipelining.json").write_text(json.dumps(results, indent=1) + "\n")
+    (RESULTS / args.out).write_text(json.dumps(results, indent=1) + "\n")
     base = args.depths[0]
     print("\n| workload | tasks per stage | " + " | ".join(f"depth {d}" for d in args.depths))
     print("| --- | --- | " + " | ".join("---" for _ in args.depths) + " |")

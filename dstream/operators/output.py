@@ -23,9 +23,9 @@ class Job:
     """One output operation's work for one interval.
 
     With timestep pipelining the scheduler calls ``prepare`` (compute the interval's RDD into
-    memory: no side effect, so it may run while earlier intervals still run), then ``run``
-    (the output's side effect) only once the same output's previous interval has run, and
-    ``release`` once the interval is complete. Without pipelining only ``run`` is called.
+    memory: no side effect, so it may run while earlier jobs still run), then ``run`` (the
+    output's side effect) once every job before it has run, and ``release`` once the interval
+    is complete. Without pipelining only ``run`` is called.
     """
 
     time: Time

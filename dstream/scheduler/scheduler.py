@@ -12,15 +12,15 @@ loop: it builds RDDs (lazily, on the driver) and hands each output's job to the 
 pool's size is the pipelining depth — how many output jobs, of one interval or of several,
 may run at once.
 
-Timestep pipelining (depth > 1, paper Sec. 4.2): a job that starts while the same output's
-previous job still runs first *prepares* — computes its interval's RDD into memory, which has
-no side effect — so the tasks of interval t+1 fill the cores interval t leaves idle. It then
-waits at its output's
-ordering gate until the same output's previous job has *run* (its side effect: foreachRDD,
-pprint, a save), and runs. Outputs therefore happen in interval order per output, and batches
-complete in interval order. A state stream's interval t+1 needs only its parents' RDDs of t;
-Spark's DAG scheduler shares the stages the two jobs have in common, so t+1 waits for exactly
-those and no more::
+Timestep pipelining (depth > 1, paper Sec. 4.2): a job that starts while the job before it
+still runs first *prepares* — computes its interval's RDD into memory, which has no side
+effect — so the tasks of interval t+1 fill the cores interval t leaves idle. It then waits at
+the ordering gate until the job before it has *run* (its side effect: foreachRDD, pprint, a
+save), and runs. Side effects therefore happen in exactly the order depth 1 gives them —
+interval by interval, outputs in the order they were registered — and batches complete in
+interval order; the depth changes when work is computed, never the order of what it does. A
+state stream's interval t+1 needs only its parents' RDDs of t; Spark's DAG scheduler shares
+the stages the two jobs have in common, so t+1 waits for exactly those and no more::
 
     depth 1:  [t: compute+run ][t+1: compute+run ]
     depth 2:  [t: compute  ][run t]
@@ -126,10 +126,11 @@ class JobScheduler:
         self._completed: deque[Time] = deque(maxlen=1000)
         self._last_generated: Time | None = None
         self._halted: HaltedError | None = None
-        # Ordering gates: per output, the time of its latest generated job (event loop) and
-        # the time of its latest job that ran (guarded by _done; job threads wait on it).
-        self._last_job_of: dict[int, Time] = {}
-        self._ran: dict[int, Time] = {}
+        # The ordering gate: jobs run (their side effects happen) in (time, output index)
+        # order, the order depth 1 runs them in. The latest job generated (event loop) and
+        # the latest that ran (guarded by _done; job threads wait on it).
+        self._last_job: tuple[Time, int] | None = None
+        self._ran: tuple[Time, int] | None = None
         self._cancelled = False
         self.stats = OverheadStats()
 
@@ -276,14 +277,13 @@ class JobScheduler:
             self._on_generated(time, self.pending(), self.completed_upto)
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
         for job in jobs:
-            previous = self._last_job_of.get(job.output_index)
-            self._last_job_of[job.output_index] = time
+            previous, self._last_job = self._last_job, (time, job.output_index)
             self._pool.submit(self._run_job, job, previous)
         self.stats.generate_s.append(_time.perf_counter() - began)
         if not jobs:
             self._complete_in_order()
 
-    def _run_job(self, job: Job, previous: Time | None) -> None:
+    def _run_job(self, job: Job, previous: tuple[Time, int] | None) -> None:
         self.post(JobStarted(job.time, job.output_index, self._clock.now().ms))
         error = None
         self._sc.setJobGroup(
@@ -292,29 +292,29 @@ class JobScheduler:
             interruptOnCancel=True,
         )
         try:
-            if job.prepare is not None and not self._my_turn(job.output_index, previous):
-                # An earlier interval of this output still runs: compute ahead meanwhile.
-                # (When it is our turn already, running directly saves the extra job.)
+            if job.prepare is not None and not self._my_turn(previous):
+                # An earlier job still runs: compute ahead meanwhile. (When it is our turn
+                # already, running directly saves the extra job.)
                 job.prepare()
-            self._await_turn(job.output_index, previous)
+            self._await_turn(previous)
             job.run()
         except BaseException as exc:
             error = describe_failure(job.time, job.output_index, job.label, exc)
         finally:
             with self._done:
-                self._ran[job.output_index] = job.time
+                self._ran = (job.time, job.output_index)
                 self._done.notify_all()
         self.post(JobFinished(job.time, job.output_index, self._clock.now().ms, error))
 
-    def _my_turn(self, output_index: int, previous: Time | None) -> bool:
+    def _my_turn(self, previous: tuple[Time, int] | None) -> bool:
         with self._done:
-            ran = self._ran.get(output_index)
+            ran = self._ran
         return previous is None or (ran is not None and ran >= previous)
 
-    def _await_turn(self, output_index: int, previous: Time | None) -> None:
-        """The ordering gate: return once the output's job of ``previous`` has run."""
+    def _await_turn(self, previous: tuple[Time, int] | None) -> None:
+        """The ordering gate: return once the job before this one has run."""
         with self._done:
-            while not self._my_turn(output_index, previous):
+            while not self._my_turn(previous):
                 if self._cancelled:
                     raise RuntimeError("the StreamingContext was stopped before this job ran")
                 self._done.wait()

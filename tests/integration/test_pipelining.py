@@ -1,5 +1,6 @@
-"""Timestep pipelining: interval t+1's tasks run while interval t's still run, yet outputs
-happen, and batches complete, in interval order; results equal those of depth 1.
+"""Timestep pipelining: interval t+1's tasks run while interval t's still run, yet side
+effects happen in depth 1's order and batches complete in interval order; results equal
+those of depth 1.
 
 The overlap is proven without timing: interval 1's task blocks until a marker file exists
 that only interval 2's task writes. With pipelining the marker appears while interval 1
@@ -83,26 +84,36 @@ def test_interval_two_computes_while_interval_one_waits_and_outputs_stay_in_orde
     assert order.completed == [1000, 2000, 3000, 4000]
 
 
-def test_a_later_batch_whose_jobs_finish_first_completes_after_the_earlier_one(
-    harness: Any, tmp_path: Path
-) -> None:
+def test_side_effects_keep_depth_ones_order_across_outputs(harness: Any, tmp_path: Path) -> None:
     # Output A runs every interval; output B, a window sliding every 2 intervals, runs at
-    # 2 s and 4 s. B's job of 2 s waits until A's job of 3 s has computed: batch 3 s has
-    # all its jobs done before batch 2 s, and must still complete after it.
+    # 2 s and 4 s. B's job of 2 s computes only once A's job of 3 s has computed: the two
+    # overlap, yet every side effect happens in the order depth 1 gives (A1 A2 B2 A3 A4 B4)
+    # and batches complete in interval order.
     h: Harness = harness(settings=StreamingSettings(pipelining_depth=3))
     sc = h.ssc.sparkContext
     marker = str(tmp_path / "a-3s-computed")
     stream = h.ssc.queueStream([sc.parallelize([x], 1) for x in range(4)])
-    a = BatchCollector(stream.map(blocking_map(marker, None, 2, 60.0)))
-    b = BatchCollector(stream.window("2s", "2s").map(blocking_map(marker, 1, None, 60.0)))
+    effects: list[tuple[str, int, list[Any]]] = []
+    stream.map(blocking_map(marker, None, 2, 60.0)).foreachRDD(
+        lambda t, rdd: effects.append(("A", t.ms, rdd.collect()))
+    )
+    stream.window("2s", "2s").map(blocking_map(marker, 1, None, 60.0)).foreachRDD(
+        lambda t, rdd: effects.append(("B", t.ms, sorted(rdd.collect())))
+    )
     order = CompletionOrder()
     h.ssc.addStreamingListener(order)
     h.ssc.start()
     h.run_batches(4)
     h.ssc.listener_bus.wait_until_empty(30)
-    assert [r[0] for r in a.in_order()] == [(0, None), (1, None), (2, None), (3, None)]
-    # B of 2 s saw the marker that A of 3 s wrote: the two ran at the same time.
-    assert [sorted(r) for r in b.in_order()] == [[(0, None), (1, True)], [(2, None), (3, None)]]
+    assert effects == [
+        ("A", 1000, [(0, None)]),
+        ("A", 2000, [(1, None)]),
+        # B of 2 s saw the marker that A of 3 s wrote: the two computed at the same time.
+        ("B", 2000, [(0, None), (1, True)]),
+        ("A", 3000, [(2, None)]),
+        ("A", 4000, [(3, None)]),
+        ("B", 4000, [(2, None), (3, None)]),
+    ]
     assert order.completed == [1000, 2000, 3000, 4000]
 
 
