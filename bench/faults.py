@@ -186,9 +186,15 @@ def figure7(args: argparse.Namespace) -> str:
                 f"{s[at - 1]:.0f} ms | {lost / 1000:.1f} s |"
             )
             save(f"fig7-{load}-{partitions}", result)
-    (RESULTS / "fig7.json").write_text(json.dumps(rows, indent=1) + "\n")
+    # Loads measured in earlier runs stay (one more load point is one more command).
+    path = RESULTS / "fig7.json"
+    earlier = json.loads(path.read_text()) if path.exists() else []
+    rows += [r for r in earlier if r["load"] not in args.loads]
+    rows.sort(key=lambda r: (r["load"], r["config"]))
+    path.write_text(json.dumps(rows, indent=1) + "\n")
     plot_fig7(RESULTS / "fig7.png", rows)
-    plot(RESULTS / "fig7-series.png", f"wordcount: state holder killed at {at}", lines, at)
+    name = "-".join(str(load) for load in args.loads)
+    plot(RESULTS / f"fig7-series-{name}.png", f"wordcount: state holder killed at {at}", lines, at)
     return f"wordcount, the state's executor killed at interval {at}:\n\n" + "\n".join(out)
 
 
@@ -202,7 +208,7 @@ def plot_fig7(path: Path, rows: list[dict[str, Any]]) -> None:
     for config in dict.fromkeys(r["config"] for r in rows):
         mine = [r for r in rows if r["config"] == config]
         ax.plot(
-            [r["rate"] for r in mine], [r["lost_ms"] / 1000 for r in mine], marker="o", label=config
+            [r["load"] for r in mine], [r["lost_ms"] / 1000 for r in mine], marker="o", label=config
         )
     ax.set_xlabel("load before the failure (records/s)")
     ax.set_ylabel("time lost to the failure (s)")
