@@ -205,7 +205,11 @@ class ExecutorMonitor:
         if self._thread is not None:
             self._thread.join()
         with self._lock:
-            self.poll_now()
+            try:
+                self.poll_now()
+            except Exception:  # the SparkContext was stopped first: no events, no executors
+                log.debug("executor monitor: last poll failed", exc_info=True)
+                return
             if self._avoided:
                 assert self._target is not None
                 self._target += len(self._avoided)

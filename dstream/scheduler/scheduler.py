@@ -302,7 +302,9 @@ class JobScheduler:
             error = describe_failure(job.time, job.output_index, job.label, exc)
         finally:
             with self._done:
-                self._ran = (job.time, job.output_index)
+                # Monotonic: jobs cancelled at the gate by stop() may finish in any order.
+                key = (job.time, job.output_index)
+                self._ran = key if self._ran is None else max(self._ran, key)
                 self._done.notify_all()
         self.post(JobFinished(job.time, job.output_index, self._clock.now().ms, error))
 
