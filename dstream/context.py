@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import threading
 import time as _time
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
     from dstream.dstream import DStream
+    from dstream.operators.columnar import BatchStream
     from dstream.operators.partitioned import SectionMarks
     from dstream.recovery import JournalWriter
     from dstream.scheduler.monitor import ExecutorMonitor
@@ -47,6 +49,8 @@ __all__ = ["StreamingContext"]
 log = logging.getLogger(__name__)
 
 _ids = itertools.count()
+# Started and not yet stopped, oldest first (StreamingContext.getActive).
+_running: weakref.WeakValueDictionary[int, StreamingContext] = weakref.WeakValueDictionary()
 
 
 class StreamingContext:
@@ -147,6 +151,26 @@ class StreamingContext:
 
         self._check_can_add("textFileStream")
         return FileInputDStream(self, directory)
+
+    def textBatchStream(self, directory: str) -> BatchStream:
+        """The lines of ``textFileStream(directory)`` (the same files, the same lines), read
+        by each task in its Python worker into Arrow string arrays: the columnar fast path.
+        See :class:`dstream.operators.columnar.BatchStream` for its operators."""
+        from dstream.operators.columnar import BatchStream
+        from dstream.sources.files import FileInputDStream, check_directory, text_batches_reader
+        from dstream.storage.taskfs import task_files_for
+
+        self._check_can_add("textBatchStream")
+        check_directory(directory, "textBatchStream")
+        files = task_files_for(directory, self._sc, "the textBatchStream() directory")
+        source = FileInputDStream(
+            self,
+            directory,
+            reader=text_batches_reader(files),
+            name="textBatchStream",
+            batches=True,
+        )
+        return BatchStream(source)
 
     def fileStream(
         self,
@@ -309,6 +333,7 @@ class StreamingContext:
             )
             self._scheduler.start(first)
             self._state = "active"
+            _running[self._id] = self
 
     def _start_monitor(self) -> ExecutorMonitor | None:
         """The JVM shim's task events, read by the executor monitor (per-interval task
@@ -504,6 +529,13 @@ class StreamingContext:
             )
         return ssc
 
+    @classmethod
+    def getActive(cls) -> StreamingContext | None:
+        """The StreamingContext started last and not stopped yet in this process, or None
+        (as PySpark's; dstream lets several run at once over one SparkContext)."""
+        running = list(_running.values())
+        return max(running, key=lambda ssc: ssc._id) if running else None
+
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
         """Stop generating batches. With ``stopGraceFully`` the batches already generated are
         finished first (up to ``settings.graceful_stop_timeout``); otherwise their jobs are
@@ -511,6 +543,7 @@ class StreamingContext:
         with self._state_lock:
             was = self._state
             self._state = "stopped"
+        _running.pop(self._id, None)
         if was == "active":
             assert self._scheduler is not None
             self._scheduler.stop(graceful=bool(stopGraceFully))
@@ -588,11 +621,18 @@ class StreamingContext:
 
     # ---- for tests, benchmarks and the shell ---------------------------------------------------
     def wait_for_batch(self, time: Time | int, timeout_s: float | None = 60.0) -> bool:
-        """Block until the batch ending at ``time`` (and all before it) has completed."""
+        """Block until the batch ending at ``time`` (and all before it) has completed and its
+        metadata record is written. False on timeout; raises the HaltedError if the engine
+        stopped generating intervals before that batch completed."""
         if self._scheduler is None:
             raise ContextStateError("wait_for_batch() before start(): no batch will run")
         t = time if isinstance(time, Time) else Time(time)
-        return self._scheduler.wait_for_batch(t, timeout_s)
+        if self._scheduler.wait_for_batch(t, timeout_s):
+            return True
+        halted = self._scheduler.halted
+        if halted is not None:
+            raise halted
+        return False
 
     @property
     def scheduler(self) -> JobScheduler:

@@ -34,3 +34,14 @@ def sc() -> Iterator[object]:
     context.setLogLevel("ERROR")
     yield context
     context.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_streaming_context_outlives_its_test() -> Iterator[None]:
+    """A test that fails before its stop() would leave its context running: its scheduler
+    and executor monitor (which drains the shared JVM shim) would disturb later tests."""
+    yield
+    from dstream import StreamingContext
+
+    while (leaked := StreamingContext.getActive()) is not None:
+        leaked.stop(stopSparkContext=False)

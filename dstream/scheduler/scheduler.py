@@ -125,6 +125,9 @@ class JobScheduler:
         self._done = threading.Condition()
         self._completed: deque[Time] = deque(maxlen=1000)
         self._last_generated: Time | None = None
+        # The latest batch whose completion hook (the metadata record) has run: waiters
+        # see a batch as complete only from then on.
+        self._settled: Time | None = None
         self._halted: HaltedError | None = None
         # The ordering gate: jobs run (their side effects happen) in (time, output index)
         # order, the order depth 1 runs them in. The latest job generated (event loop) and
@@ -162,14 +165,14 @@ class JobScheduler:
             self._loop_thread.join()
 
     def wait_for_batch(self, time: Time, timeout_s: float | None = None) -> bool:
-        """Block until the batch of ``time`` and every batch before it have completed."""
+        """Block until the batch of ``time`` and every batch before it have completed, their
+        completion hooks (the metadata journal's records) included. False on timeout or
+        when the engine halted first."""
         deadline = None if timeout_s is None else _time.monotonic() + timeout_s
         with self._done:
-            while (
-                self._last_generated is None
-                or self._last_generated < time
-                or any(t <= time for t in self._batches)
-            ):
+            while self._settled is None or self._settled < time:
+                if self._halted is not None:
+                    return False
                 remaining = None if deadline is None else deadline - _time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -380,6 +383,7 @@ class JobScheduler:
         if self._on_completed is not None:
             self._on_completed(batch.time, self.pending(), self.completed_upto)
         with self._done:
+            self._settled = batch.time
             self._done.notify_all()
         self.stats.complete_s.append(_time.perf_counter() - began)
 

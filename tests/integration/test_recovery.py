@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
-from dstream.storage.journal import CheckpointDirectoryError
+from dstream.recovery import read_record
+from dstream.storage.filesystem import LocalFileSystem
+from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 
 T0 = 1_700_000_000_000
 B = 1000
@@ -246,6 +249,8 @@ def test_a_metadata_record_that_cannot_be_renamed_stops_the_program_loudly(
     squatter.write_text("not a record")
     clock.advance(B)
     with pytest.raises(HaltedError, match=r"stopped generating intervals.*destination exists"):
+        ssc.wait_for_batch(Time(T0 + 2 * B), 60)
+    with pytest.raises(HaltedError, match=r"stopped generating intervals.*destination exists"):
         ssc.awaitTerminationOrTimeout(60)
     assert squatter.read_text() == "not a record"  # never overwritten
     # The interval whose record failed was generated but none of its jobs ran: nothing is
@@ -255,3 +260,34 @@ def test_a_metadata_record_that_cannot_be_renamed_stops_the_program_loudly(
     assert max(ssc.scheduler.completed_batches) == Time(T0 + B)
     assert not (dirs["out"] / f"words-{T0 + 2 * B}").exists()
     ssc.stop(stopSparkContext=False)
+
+
+def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
+    sc: Any, dirs: dict[str, Path]
+) -> None:
+    """wait_for_batch (what tests, the shell and the fault runner wait on) returns only after
+    the completion hook that journals the batch has run, not when its jobs are done."""
+    put(dirs["in"], 1)
+    clock = ManualClock(T0)
+    ssc = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    hook_entered, release = threading.Event(), threading.Event()
+    journal_batch = ssc._batch_completed
+
+    def slow_hook(time: Time, pending: list[Time], completed: Time | None) -> None:
+        hook_entered.set()
+        assert release.wait(120)
+        journal_batch(time, pending, completed)
+
+    ssc._batch_completed = slow_hook  # type: ignore[method-assign]
+    ssc.start()
+    clock.advance(B)
+    assert hook_entered.wait(120)  # every job of T0 + B is done, its record is not written
+    try:
+        assert not ssc.wait_for_batch(Time(T0 + B), 0.5)
+    finally:
+        release.set()
+    assert ssc.wait_for_batch(Time(T0 + B), 120)
+    latest = MetadataJournal(LocalFileSystem(), str(dirs["ckpt"])).read_latest()
+    ssc.stop(stopSparkContext=False)
+    assert latest is not None
+    assert read_record(latest.payload)["completed_ms"] == T0 + B
