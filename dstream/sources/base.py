@@ -41,9 +41,15 @@ class _KeyedCounts(AccumulatorParam[dict[tuple[int, int], int]]):
         return value1
 
 
+def _one(_record: object) -> int:
+    return 1
+
+
 class InputDStream(DStream[Any]):
     # Sources that know their counts up front turn this off.
     counts_in_tasks: bool = True
+    # Each element is a batch of records (an Arrow array): count its length, not 1.
+    records_are_batches: bool = False
     # A durable source can produce any past interval again (files on record, the rate
     # source's seeds); others (a queue, a socket) only the intervals they still remember.
     durable: bool = False
@@ -107,11 +113,12 @@ class InputDStream(DStream[Any]):
             return rdd
         counter = self._ensure_counter()
         ms = time.ms
+        size = len if self.records_are_batches else _one
 
         def count(split: int, iterator: Iterable[Any]) -> Iterator[Any]:
             n = 0
             for record in iterator:
-                n += 1
+                n += size(record)
                 yield record
             counter.add({(ms, split): n})
 

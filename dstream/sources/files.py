@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.context import StreamingContext
+    from dstream.storage.taskfs import TaskFiles
 
 __all__ = ["FileInputDStream", "select_new_files"]
 
@@ -39,6 +40,14 @@ def select_new_files(
         f for f in files if ignore_before.ms <= f.modified_ms < batch_time.ms and f.path not in seen
     ]
     return sorted(chosen, key=lambda f: (f.modified_ms, f.path))
+
+
+def check_directory(directory: object, name: str) -> None:
+    if not isinstance(directory, str) or not directory:
+        raise ValueError(
+            f"{name}() directory {directory!r} must be a non-empty path or URI, "
+            "e.g. '/data/in' or 'hdfs://namenode:8020/data/in'"
+        )
 
 
 Reader = Callable[["StreamingContext", list[str]], "RDD[Any]"]
@@ -60,6 +69,22 @@ def binary_records_reader(record_length: int) -> Reader:
     return read
 
 
+def text_batches_reader(files: TaskFiles) -> Reader:
+    """Lines as one Arrow string array per task, read in the Python worker through ``files``
+    (see :mod:`dstream.sources.textbatches`). Each file is cut into enough byte ranges that
+    an interval has at least ``defaultParallelism`` tasks."""
+
+    def read(ssc: StreamingContext, paths: list[str]) -> RDD[Any]:
+        from dstream.sources.textbatches import read_text_split
+
+        sc = ssc.sparkContext
+        per_file = max(1, -(-int(sc.defaultParallelism) // len(paths)))
+        splits = [(path, i, per_file) for path in paths for i in range(per_file)]
+        return sc.parallelize(splits, len(splits)).map(lambda split: read_text_split(files, *split))
+
+    return read
+
+
 class FileInputDStream(InputDStream):
     # The files of every interval are on record (and in the metadata journal).
     durable = True
@@ -73,17 +98,15 @@ class FileInputDStream(InputDStream):
         path_filter: Callable[[str], bool] | None = None,
         new_files_only: bool = True,
         name: str = "textFileStream",
+        batches: bool = False,
     ) -> None:
-        if not isinstance(directory, str) or not directory:
-            raise ValueError(
-                f"{name}() directory {directory!r} must be a non-empty path or URI, "
-                "e.g. '/data/in' or 'hdfs://namenode:8020/data/in'"
-            )
+        check_directory(directory, name)
         self.directory = directory
         super().__init__(ssc, name=name)
         self._reader = reader
         self._filter = path_filter
         self._new_files_only = new_files_only
+        self.records_are_batches = batches
 
     # What changes every interval is journaled separately (journal_state), not with the graph.
     _transient: ClassVar[tuple[str, ...]] = ("_fs", "batch_files", "_seen", "_recorded_until")

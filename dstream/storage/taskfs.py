@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
-from dstream.storage.filesystem import LocalFileSystem, RenameError
+from dstream.storage.filesystem import LocalFileSystem, RenameError, _local_path
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -55,6 +55,12 @@ class TaskFiles(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def read_bytes(self, path: str) -> bytes: ...
+
+    def size(self, path: str) -> int: ...
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes from ``offset`` (fewer at the end of the file)."""
+        ...
 
     def publish(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` unless it exists; False if it did."""
@@ -81,6 +87,14 @@ class LocalTaskFiles:
 
     def read_bytes(self, path: str) -> bytes:
         return LocalFileSystem().read_bytes(path)
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(_local_path(path))
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with open(_local_path(path), "rb") as f:
+            f.seek(offset)
+            return f.read(length)
 
     def publish(self, path: str, data: bytes) -> bool:
         return self._publish(path, lambda fs, tmp: fs.write_bytes(tmp, data))
@@ -152,6 +166,18 @@ class WebHdfsTaskFiles:
     def read_bytes(self, path: str) -> bytes:
         def read() -> bytes:
             with self._client().read(self._hpath(path)) as reader:
+                data: bytes = reader.read()
+            return data
+
+        return _retrying(read)
+
+    def size(self, path: str) -> int:
+        status = _retrying(lambda: self._client().status(self._hpath(path)))
+        return int(status["length"])
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        def read() -> bytes:
+            with self._client().read(self._hpath(path), offset=offset, length=length) as reader:
                 data: bytes = reader.read()
             return data
 
@@ -266,8 +292,11 @@ def webhdfs_url(sc: SparkContext, uri: str) -> str:
     return f"http://{host}:{DEFAULT_NAMENODE_HTTP_PORT}"
 
 
-def task_files_for(directory: str, sc: SparkContext) -> TaskFiles:
-    """The task-side handle for files under ``directory``; checks that tasks can reach it."""
+def task_files_for(
+    directory: str, sc: SparkContext, what: str = "the checkpoint directory"
+) -> TaskFiles:
+    """The task-side handle for files under ``directory``; checks that tasks can reach it.
+    ``what`` names the directory in errors."""
     scheme = urlparse(directory).scheme
     if scheme in ("", "file"):
         return LocalTaskFiles()
@@ -279,7 +308,7 @@ def task_files_for(directory: str, sc: SparkContext) -> TaskFiles:
             files._client().status("/")
         except Exception as exc:
             raise ValueError(
-                f"tasks write the state checkpoints under {directory!r} through WebHDFS, but "
+                f"tasks reach {what} {directory!r} through WebHDFS, but "
                 f"{url} does not answer ({type(exc).__name__}: {str(exc)[:200]}); enable "
                 f"WebHDFS on the NameNode (dfs.webhdfs.enabled) and set its address with "
                 f"--conf spark.hadoop.dfs.namenode.http-address=HOST:PORT or "
@@ -287,6 +316,6 @@ def task_files_for(directory: str, sc: SparkContext) -> TaskFiles:
             ) from exc
         return files
     raise ValueError(
-        f"the checkpoint directory {directory!r} uses {scheme}://, which dstream's tasks cannot "
-        f"write: use a local path (or a shared mount) or hdfs://"
+        f"{what} {directory!r} uses {scheme}://, which dstream's tasks cannot reach: use a "
+        "local path (or a shared mount) or hdfs://"
     )

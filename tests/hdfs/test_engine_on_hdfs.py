@@ -244,3 +244,33 @@ def test_killing_the_driver_with_everything_on_hdfs(hdfs_cluster: MiniHdfsCluste
     assert restored == [False, True, True, True, True, True]
     assert got_lines == want_lines
     assert got_totals == want_totals
+
+
+def test_the_columnar_reader_reads_hdfs_through_webhdfs(
+    hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster
+) -> None:
+    """textBatchStream's tasks read byte ranges through WebHDFS: the same lines, interval by
+    interval, as textFileStream reading the same directory through Hadoop."""
+    from dstream.testing.streams import BatchCollector
+
+    place = Place(hdfs_cluster, "columnar")
+    place.make_dirs()
+    for i in range(1, 4):
+        place.put(i)
+    # A bigger file in interval 2: cut into ranges that end inside lines and inside \r\n.
+    hidden = f"{place.base}/in/.big"
+    data = b"".join(b"line %d ka\r\n" % n for n in range(5000)) + b"no newline"
+    place.client.write(hidden, data=data)
+    place.client.set_times(hidden, modification_time=T0 + B + 700)
+    place.client.rename(hidden, f"{place.base}/in/big.txt")
+
+    clock = ManualClock(T0)
+    ssc = StreamingContext(hdfs_sc, B / 1000, clock=clock)
+    expected = BatchCollector(ssc.textFileStream(place.uri("in")))
+    got = BatchCollector(ssc.textBatchStream(place.uri("in")).records())
+    try:
+        run(ssc, clock, 3)
+    finally:
+        ssc.stop(stopSparkContext=False)
+    assert [len(b) for b in expected.in_order()] == [1, 5002, 1]
+    assert [sorted(b) for b in got.in_order()] == [sorted(b) for b in expected.in_order()]

@@ -1,0 +1,163 @@
+"""The columnar fast path: records that travel in Arrow arrays instead of one Python object
+each.
+
+``ssc.textBatchStream(directory)`` reads the same files as ``textFileStream`` (the same
+lines, see :mod:`dstream.sources.textbatches`), but each task reads its part of a file in
+the Python worker into one ``pyarrow.StringArray``. A :class:`BatchStream` then offers
+operators that work on whole arrays (``mapBatches``, ``filterBatches`` and built-in text
+operators computed by ``pyarrow.compute``), and leaves the fast path where records must be
+Python objects again: ``countByValue`` (counted per task before the shuffle, so a
+shuffle carries one pair per distinct value and task) and ``records``.
+
+Every operator here gives exactly what the per-record program gives::
+
+    lines.filter(lambda l: "x" in l).count()   ==  batches.contains("x").count()
+    lines.flatMap(str.split).countByValue()    ==  batches.words().countByValue()
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from dstream.functions import guard
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark import RDD
+
+    from dstream.dstream import DStream
+
+__all__ = ["BatchStream"]
+
+
+def _as_array(value: Any, label: str, what: str) -> pa.Array:
+    import pyarrow as pa
+
+    if isinstance(value, pa.ChunkedArray):
+        return value.combine_chunks()
+    if isinstance(value, pa.Array):
+        return value
+    raise TypeError(
+        f"{label} returned {type(value).__name__}, but {what} must be a pyarrow Array; "
+        "build it with pyarrow.compute functions or pyarrow.array(...)"
+    )
+
+
+def _sum_lengths(rdd: RDD[Any]) -> RDD[int]:
+    # One element per interval, 0 for an empty one (as DStream.count).
+    if rdd.getNumPartitions() == 0:
+        return rdd.context.parallelize([0], 1)
+    return rdd.map(lambda batch: (None, len(batch))).reduceByKey(operator.add, 1).values()
+
+
+def _value_counts(batches: Iterable[pa.Array]) -> Iterator[tuple[Any, int]]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrays = [b for b in batches if len(b)]
+    if not arrays:
+        return iter(())
+    if len({a.type for a in arrays}) > 1:
+        arrays = [a.cast(pa.large_string()) if pa.types.is_string(a.type) else a for a in arrays]
+    counts = pc.value_counts(pa.chunked_array(arrays))
+    return zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
+
+
+def _words(batch: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    # utf8_split_whitespace splits where str.split() does (checked for every code point);
+    # str.split() drops the empty strings around leading, trailing and repeated whitespace.
+    words = pc.utf8_split_whitespace(batch).flatten()
+    return words.filter(pc.greater(pc.binary_length(words), 0))
+
+
+class BatchStream:
+    """A stream whose records travel in Arrow arrays, several per interval (one or more per
+    task). ``dstream`` is the underlying DStream of arrays, for ``foreachRDD`` and the other
+    DStream operators that take whole arrays."""
+
+    def __init__(self, dstream: DStream[Any]) -> None:
+        self.dstream = dstream
+
+    def __repr__(self) -> str:
+        return f"BatchStream({self.dstream!r})"
+
+    # ---- array to array ---------------------------------------------------------------------
+    def mapBatches(self, f: Callable[[pa.Array], pa.Array]) -> BatchStream:
+        """Apply ``f`` to each array; it returns an array (any length, any type).
+
+        >>> batches.mapBatches(pyarrow.compute.utf8_upper)  # doctest: +SKIP
+        """
+        uf = self.dstream._user("mapBatches", f)
+        g, label = guard(uf.fn, uf.label), uf.label
+
+        def apply(batch: pa.Array) -> pa.Array:
+            return _as_array(g(batch), label, "its result")
+
+        return BatchStream(self.dstream._rdd_op("mapBatches", lambda rdd: rdd.map(apply), [uf]))
+
+    def filterBatches(self, f: Callable[[pa.Array], pa.Array]) -> BatchStream:
+        """Keep the records where the boolean array ``f(batch)`` is true (null drops).
+
+        >>> batches.filterBatches(lambda a: pc.greater(pc.utf8_length(a), 80))  # doctest: +SKIP
+        """
+        uf = self.dstream._user("filterBatches", f)
+        g, label = guard(uf.fn, uf.label), uf.label
+
+        def apply(batch: pa.Array) -> pa.Array:
+            import pyarrow as pa
+
+            mask = _as_array(g(batch), label, "its mask")
+            if mask.type != pa.bool_() or len(mask) != len(batch):
+                raise TypeError(
+                    f"{label} returned a {mask.type} array of length {len(mask)} for a batch "
+                    f"of {len(batch)} records; a mask is one bool per record, e.g. "
+                    "pyarrow.compute.match_substring(batch, 'x')"
+                )
+            return batch.filter(mask)
+
+        return BatchStream(self.dstream._rdd_op("filterBatches", lambda rdd: rdd.map(apply), [uf]))
+
+    # ---- built-in text operators (pyarrow.compute, no Python per record) --------------------
+    def contains(self, substring: str) -> BatchStream:
+        """Keep the lines that contain ``substring`` (as ``substring in line``)."""
+        if not isinstance(substring, str):
+            raise TypeError(
+                f"contains() substring {substring!r} must be a str; for a predicate on each "
+                "line use filterBatches(f) or records().filter(f)"
+            )
+
+        def apply(batch: pa.Array) -> pa.Array:
+            import pyarrow.compute as pc
+
+            return batch.filter(pc.match_substring(batch, substring))
+
+        return BatchStream(self.dstream._rdd_op("contains", lambda rdd: rdd.map(apply)))
+
+    def words(self) -> BatchStream:
+        """Each line's words, as ``str.split()`` gives them (whitespace-separated)."""
+        return BatchStream(self.dstream._rdd_op("words", lambda rdd: rdd.map(_words)))
+
+    # ---- back to per-record streams ---------------------------------------------------------
+    def count(self) -> DStream[int]:
+        """The number of records of each interval (one record, 0 for an empty interval)."""
+        return self.dstream._rdd_op("count", _sum_lengths)
+
+    def countByValue(self, numPartitions: int | None = None) -> DStream[tuple[Any, int]]:
+        """``(value, count)`` for every distinct value of each interval, counted within each
+        task first (Arrow's value_counts) so only one pair per value and task is shuffled."""
+        n = self.dstream._num_partitions(numPartitions, "countByValue")
+        return self.dstream._rdd_op(
+            "countByValue",
+            lambda rdd: rdd.mapPartitions(_value_counts).reduceByKey(operator.add, n),
+        )
+
+    def records(self) -> DStream[Any]:
+        """The records as Python objects (``str`` for lines): the per-record operators
+        from here on."""
+        return self.dstream._rdd_op(
+            "records", lambda rdd: rdd.flatMap(lambda batch: batch.to_pylist())
+        )

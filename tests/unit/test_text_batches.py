@@ -1,0 +1,95 @@
+"""The columnar text reader's line splitting (dstream.sources.textbatches), without Spark:
+every way of cutting a file into splits gives back exactly the file's lines as Hadoop's
+LineRecordReader (textFile) sees them."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from dstream.sources.textbatches import read_split, split_range
+
+BOM = b"\xef\xbb\xbf"
+
+
+def hadoop_lines(data: bytes) -> list[str]:
+    """textFile's lines of a whole file: \\n, \\r\\n and lone \\r end a line, no line after
+    a final terminator, a UTF-8 BOM at the start skipped, bad UTF-8 replaced."""
+    if not data:
+        return []
+    parts = re.split(rb"\r\n|\r|\n", data)
+    if re.search(rb"(\r\n|\r|\n)\Z", data):
+        parts.pop()
+    if parts and parts[0].startswith(BOM):
+        parts[0] = parts[0][len(BOM) :]
+    return [p.decode("utf-8", errors="replace") for p in parts]
+
+
+def split_lines(data: bytes, splits: int, chunk: int | None = None) -> list[list[str]]:
+    def read_range(offset: int, length: int) -> bytes:
+        if chunk is not None:
+            length = min(length, chunk)  # a reader that returns short reads
+        return data[offset : offset + length]
+
+    return [read_split(len(data), i, splits, read_range).to_pylist() for i in range(splits)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"a",
+        b"a\n",
+        b"a\nb",
+        b"a\r\nb\r\n",
+        b"a\rb\r",
+        b"\n\n\n",
+        b"\r\r\n\n\r",
+        BOM + b"x\ny\n",
+        BOM,
+        BOM + b"\n",
+        b"caf\xc3\xa9\n\xe2\x82\xac\n",
+        b"bad \xff byte\n",
+        b"to be or not to be\nbe quick\nnot now\n",
+    ],
+)
+@pytest.mark.parametrize("splits", [1, 2, 3, 7, 40])
+def test_every_split_count_gives_the_files_lines(data: bytes, splits: int) -> None:
+    parts = split_lines(data, splits)
+    assert [line for part in parts for line in part] == hadoop_lines(data)
+
+
+def test_random_files_cut_anywhere_give_the_files_lines() -> None:
+    rng = random.Random(7)
+    alphabet = [b"a", b"b", b" ", b"\n", b"\r", b"\r\n", b"\xc3\xa9", BOM]
+    for _ in range(400):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
+        splits = rng.randrange(1, 12)
+        chunk = rng.choice([None, 1, 2, 5])
+        parts = split_lines(data, splits, chunk)
+        assert [line for part in parts for line in part] == hadoop_lines(data), (data, splits)
+
+
+def test_a_split_owns_the_lines_that_begin_in_it() -> None:
+    data = b"aaaa\nbb\ncccccc\n"  # lines begin at 0, 5 and 8
+    assert split_range(len(data), 0, 3) == (0, 5)
+    assert split_lines(data, 3) == [["aaaa"], ["bb", "cccccc"], []]
+
+
+def test_long_lines_are_read_past_the_split_end() -> None:
+    line = "x" * 200_000
+    data = f"{line}\n{line}\n".encode()
+    assert split_lines(data, 4) == [[line], [], [line], []]
+
+
+def test_the_result_is_an_arrow_string_array() -> None:
+    import pyarrow as pa
+
+    array = read_split(4, 0, 1, lambda offset, n: b"a\nb\n"[offset : offset + n])
+    assert array.type == pa.string()
+    assert array.null_count == 0
