@@ -65,12 +65,33 @@ def _value_counts(batches: Iterable[pa.Array]) -> Iterator[tuple[Any, int]]:
     return zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
 
 
+def _ascii_split_is_exact(batch: pa.Array) -> bool:
+    """True when ASCII whitespace splitting gives str.split()'s words for every line: the
+    bytes are ASCII and none is \\x1c-\\x1f (whitespace to Python, not to Arrow's ASCII
+    kernel). Looks at the whole values buffer (a superset of a sliced array's bytes)."""
+    import numpy as np
+
+    if batch.offset != 0 or len(batch.buffers()) != 3 or batch.buffers()[2] is None:
+        return False
+    values = np.frombuffer(batch.buffers()[2], dtype=np.uint8)
+    step = 1 << 20  # in cache-sized pieces: no temporaries as large as the batch
+    for i in range(0, len(values), step):
+        piece = values[i : i + step]
+        if piece.max() >= 0x80 or np.count_nonzero(np.subtract(piece, 0x1C, dtype=np.uint8) < 4):
+            return False
+    return True
+
+
 def _words(batch: pa.Array) -> pa.Array:
     import pyarrow.compute as pc
 
     # utf8_split_whitespace splits where str.split() does (checked for every code point);
+    # the ASCII kernel is twice as fast and splits the same on the bytes it accepts.
     # str.split() drops the empty strings around leading, trailing and repeated whitespace.
-    words = pc.utf8_split_whitespace(batch).flatten()
+    if _ascii_split_is_exact(batch):
+        words = pc.ascii_split_whitespace(batch).flatten()
+    else:
+        words = pc.utf8_split_whitespace(batch).flatten()
     return words.filter(pc.greater(pc.binary_length(words), 0))
 
 

@@ -36,7 +36,7 @@ def split_range(size: int, split: int, splits: int) -> tuple[int, int]:
     return size * split // splits, size * (split + 1) // splits
 
 
-def _terminators(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _terminators(data: bytes, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each line terminator in ``buf`` begins, and where the line after it begins.
 
     A ``\\n`` right after a ``\\r`` belongs to that ``\\r``'s terminator. A ``\\r`` as
@@ -45,6 +45,9 @@ def _terminators(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     import numpy as np
 
+    if b"\r" not in data:  # the common case: \n only
+        begins = np.flatnonzero(buf == 10)
+        return begins, begins + 1
     cr = buf == 13
     nl = buf == 10
     nl[1:] &= ~cr[:-1]
@@ -65,19 +68,34 @@ def lines_array(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     n = len(starts)
     if n == 0:
         return pa.array([], type=pa.string())
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    gaps = starts[1:] - ends[:-1]
+    if (gaps == 1).all() and not (buf[ends[:-1]] == 13).any():
+        # Lines one \n apart (no \r): the values are the span without its \n bytes.
+        values_bytes = data[starts[0] : ends[-1]].replace(b"\n", b"")
+        np.cumsum(lengths, out=offsets[1:])
+        return _string_array(data, starts, ends, offsets, values_bytes)
     # Keep the bytes inside some [start, end): +1 at each start, -1 at each end.
     edges = np.zeros(len(buf) + 1, dtype=np.int8)
     edges[starts] += 1  # starts are distinct, and so are ends
     edges[ends] -= 1
     keep = np.cumsum(edges[:-1], dtype=np.int8).astype(bool)
-    values = buf[keep]
-    offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    return _string_array(data, starts, ends, offsets, buf[keep].tobytes())
+
+
+def _string_array(
+    data: bytes, starts: np.ndarray, ends: np.ndarray, offsets: np.ndarray, values: bytes
+) -> pa.Array:
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(starts)
     large = offsets[-1] >= 2**31
     array = (pa.LargeStringArray if large else pa.StringArray).from_buffers(
         n,
         pa.py_buffer(offsets if large else offsets.astype(np.int32)),
-        pa.py_buffer(values.tobytes()),
+        pa.py_buffer(values),
     )
     try:
         array.validate(full=True)
@@ -113,7 +131,7 @@ def read_split(
         data += more
     while True:
         buf = np.frombuffer(data, dtype=np.uint8)
-        begins, after = _terminators(buf)
+        begins, after = _terminators(data, buf)
         begins = begins + lo
         after = after + lo
         line_starts = np.concatenate([[0], after]) if lo == 0 else after

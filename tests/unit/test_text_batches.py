@@ -93,3 +93,22 @@ def test_the_result_is_an_arrow_string_array() -> None:
     array = read_split(4, 0, 1, lambda offset, n: b"a\nb\n"[offset : offset + n])
     assert array.type == pa.string()
     assert array.null_count == 0
+
+
+def test_words_are_str_split_words_on_ascii_and_unicode_batches() -> None:
+    import pyarrow as pa
+
+    from dstream.operators.columnar import _words
+
+    rng = random.Random(11)
+    pieces = ["ab", "c", " ", "  ", "\t", "\x0b", "\x1c", "\x1f", "\u00a0", "\u3000", "\xe9", "\n"]
+    for ascii_only in (True, False):
+        usable = [p for p in pieces if not ascii_only or p.isascii()]
+        for _ in range(200):
+            lines = ["".join(rng.choice(usable) for _ in range(rng.randrange(0, 12)))]
+            lines += [line.replace("\x1c", "").replace("\x1f", "") for line in lines]
+            want = [w for line in lines for w in line.split()]
+            assert _words(pa.array(lines)).to_pylist() == want, lines
+    # A slice of a larger array: only the slice's lines count.
+    batch = pa.array(["a b", "c  d", "e"]).slice(1, 1)
+    assert _words(batch).to_pylist() == ["c", "d"]
