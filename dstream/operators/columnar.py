@@ -18,6 +18,7 @@ Every operator here gives exactly what the per-record program gives::
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,54 @@ def _value_counts(batches: Iterable[pa.Array]) -> Iterator[tuple[Any, int]]:
         arrays = [a.cast(pa.large_string()) if pa.types.is_string(a.type) else a for a in arrays]
     counts = pc.value_counts(pa.chunked_array(arrays))
     return zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
+
+
+def _contains_mask(batch: pa.Array, substring: str) -> pa.Array:
+    """``[substring in line for line in batch]`` as a boolean array.
+
+    A byte search over the array's values buffer (``re`` on the buffer: literal search, about
+    4x Arrow's per-string match_substring when few lines match), each hit mapped to its line
+    by the offsets. The values have no separators, so a hit may run from one line into the
+    next: such a hit is not a match, and the lines it covered after its first are checked
+    on their own (the scan went past where a real occurrence could start in them).
+    """
+    import bisect
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    needle = substring.encode()
+    n = len(batch)
+    plain = pa.types.is_string(batch.type) or pa.types.is_large_string(batch.type)
+    if not needle or not n or not plain or batch.null_count:
+        return pc.match_substring(batch, substring)
+    width = np.int64 if pa.types.is_large_string(batch.type) else np.int32
+    offsets: np.ndarray = np.frombuffer(batch.buffers()[1], dtype=width)[
+        batch.offset : batch.offset + n + 1
+    ]
+    values = memoryview(batch.buffers()[2])
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    hits: list[int] = []
+    budget = max(1024, n // 8)
+    for m in re.compile(re.escape(needle)).finditer(values, lo, hi):
+        hits.append(m.start())
+        if len(hits) > budget:  # most lines match: Arrow's kernel is as fast then
+            return pc.match_substring(batch, substring)
+    at = np.asarray(hits, dtype=np.int64)
+    line = np.searchsorted(offsets, at, side="right") - 1
+    inside = at + len(needle) <= offsets[line + 1]
+    mask = np.zeros(n, dtype=bool)
+    mask[line[inside]] = True
+    bounds: list[int] | None = None
+    for p, k in zip(at[~inside].tolist(), line[~inside].tolist(), strict=True):
+        if bounds is None:
+            bounds = offsets.tolist()
+        last = bisect.bisect_right(bounds, p + len(needle) - 1) - 1
+        for j in range(k + 1, min(last, n - 1) + 1):
+            if not mask[j] and needle in values[bounds[j] : bounds[j + 1]].tobytes():
+                mask[j] = True
+    return pa.array(mask, type=pa.bool_())
 
 
 def _ascii_split_is_exact(batch: pa.Array) -> bool:
@@ -152,9 +201,7 @@ class BatchStream:
             )
 
         def apply(batch: pa.Array) -> pa.Array:
-            import pyarrow.compute as pc
-
-            return batch.filter(pc.match_substring(batch, substring))
+            return batch.filter(_contains_mask(batch, substring))
 
         return BatchStream(self.dstream._rdd_op("contains", lambda rdd: rdd.map(apply)))
 

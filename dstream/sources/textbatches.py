@@ -18,6 +18,7 @@ Python's decoder, which may differ from Java's).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,10 @@ def read_split(
         if not more:
             break
         data += more
+    if b"\r" not in data:
+        lines, data = _lf_split(data, lo, start, end, size, read_range)
+        if lines is not None:
+            return lines
     while True:
         buf = np.frombuffer(data, dtype=np.uint8)
         begins, after = _terminators(data, buf)
@@ -156,6 +161,62 @@ def read_split(
         starts = starts.copy()
         starts[0] = min(len(_BOM), int(line_ends[0]))
     return lines_array(data, starts - lo, line_ends - lo)
+
+
+def _lf_split(
+    data: bytes, lo: int, start: int, end: int, size: int, read_range: Callable[[int, int], bytes]
+) -> tuple[pa.Array | None, bytes]:
+    """``read_split`` for data with ``\\n`` terminators only: find the owned span with two
+    byte searches and let Arrow split it. (None, data read so far) if a ``\\r`` shows up."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if start == 0:
+        while len(data) < min(size, len(_BOM)):  # enough to see a byte order mark
+            more = read_range(len(data), len(_BOM) - len(data))
+            if not more:
+                break
+            data += more
+        if b"\r" in data:
+            return None, data
+        first = len(_BOM) if data.startswith(_BOM) else 0
+    else:
+        nl = data.find(b"\n")  # data[0] is byte start - 1
+        if nl == -1 or lo + nl + 1 >= end:
+            return _empty(), data
+        first = nl + 1
+    # The last owned line ends at the first \n at or after end - 1 (a \n at end - 1 ends
+    # the line before `end`; the line after it is the next split's).
+    stop = data.find(b"\n", max(first, end - 1 - lo))
+    while stop == -1 and lo + len(data) < size:
+        more = read_range(lo + len(data), _READ_MORE)
+        if not more:
+            break
+        if b"\r" in more:
+            return None, data + more
+        searched = len(data)
+        data += more
+        stop = data.find(b"\n", searched)
+    if stop == -1:
+        stop = len(data)
+    span = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(),
+        1,
+        [None, pa.py_buffer(struct.pack("<qq", first, stop)), pa.py_buffer(data)],
+    )
+    lines = pc.split_pattern(span, b"\n").flatten()
+    kind = pa.string() if stop - first < 2**31 else pa.large_string()
+    try:
+        return lines.cast(kind), data
+    except pa.ArrowInvalid:  # invalid UTF-8: replace as textFile does (rare; per line)
+        texts = [line.decode("utf-8", errors="replace") for line in lines.to_pylist()]
+        return pa.array(texts, type=kind), data
+
+
+def _empty() -> pa.Array:
+    import pyarrow as pa
+
+    return pa.array([], type=pa.string())
 
 
 def read_text_split(files: Any, path: str, split: int, splits: int) -> pa.Array:

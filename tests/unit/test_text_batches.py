@@ -64,10 +64,13 @@ def test_every_split_count_gives_the_files_lines(data: bytes, splits: int) -> No
     assert [line for part in parts for line in part] == hadoop_lines(data)
 
 
-def test_random_files_cut_anywhere_give_the_files_lines() -> None:
+@pytest.mark.parametrize("with_cr", [True, False])  # without \r: the faster \n-only reader
+def test_random_files_cut_anywhere_give_the_files_lines(with_cr: bool) -> None:
     rng = random.Random(7)
-    alphabet = [b"a", b"b", b" ", b"\n", b"\r", b"\r\n", b"\xc3\xa9", BOM]
-    for _ in range(400):
+    alphabet = [b"a", b"b", b" ", b"\n", b"\xc3\xa9", b"\xff", BOM]
+    if with_cr:
+        alphabet += [b"\r", b"\r\n"]
+    for _ in range(600):
         data = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
         splits = rng.randrange(1, 12)
         chunk = rng.choice([None, 1, 2, 5])
@@ -112,3 +115,34 @@ def test_words_are_str_split_words_on_ascii_and_unicode_batches() -> None:
     # A slice of a larger array: only the slice's lines count.
     batch = pa.array(["a b", "c  d", "e"]).slice(1, 1)
     assert _words(batch).to_pylist() == ["c", "d"]
+
+
+@pytest.mark.parametrize("needle", ["a", "aa", "aba", "ka", "kato", "\u00e9a", " "])
+def test_contains_is_pythons_in_for_every_line(needle: str) -> None:
+    import pyarrow as pa
+
+    from dstream.operators.columnar import _contains_mask
+
+    rng = random.Random(3)
+    pieces = ["a", "b", "k", "to", " ", "\u00e9", ""]
+    for _ in range(300):
+        lines = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 6)))]
+        lines += [
+            "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 6))) for _ in range(30)
+        ]
+        kind = rng.choice([pa.string(), pa.large_string()])
+        batch = pa.array(lines, type=kind)
+        cut = rng.randrange(0, len(lines))
+        for part, texts in ((batch, lines), (batch.slice(cut), lines[cut:])):
+            want = [needle in t for t in texts]
+            assert _contains_mask(part, needle).to_pylist() == want, (needle, texts)
+
+
+def test_contains_when_most_lines_match_and_with_nulls() -> None:
+    import pyarrow as pa
+
+    from dstream.operators.columnar import _contains_mask
+
+    many = ["xa"] * 5000 + ["b"]
+    assert _contains_mask(pa.array(many), "a").to_pylist() == [True] * 5000 + [False]
+    assert _contains_mask(pa.array(["a", None, "b"]), "a").to_pylist() == [True, None, False]
