@@ -55,15 +55,23 @@ def _sum_lengths(rdd: RDD[Any]) -> RDD[int]:
 
 def _value_counts(batches: Iterable[pa.Array]) -> Iterator[tuple[Any, int]]:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     arrays = [b for b in batches if len(b)]
     if not arrays:
         return iter(())
     if len({a.type for a in arrays}) > 1:
         arrays = [a.cast(pa.large_string()) if pa.types.is_string(a.type) else a for a in arrays]
-    counts = pc.value_counts(pa.chunked_array(arrays))
-    return zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
+    # A hash aggregation (one thread: the task has its core) counts ~1.4x faster than
+    # pc.value_counts here.
+    table = pa.table({"v": pa.chunked_array(arrays)})
+    counts = table.group_by("v", use_threads=False).aggregate([([], "count_all")])
+    return zip(counts["v"].to_pylist(), counts["count_all"].to_pylist(), strict=True)
+
+
+def _word_counts(lines: Iterable[pa.Array]) -> Iterator[tuple[Any, int]]:
+    """``_value_counts`` of ``_words`` of each array, without filtering out the empty
+    strings first: they are one entry of the counts, dropped there."""
+    return ((w, c) for w, c in _value_counts(map(_split_words, lines)) if w)
 
 
 def _contains_mask(batch: pa.Array, substring: str) -> pa.Array:
@@ -131,16 +139,22 @@ def _ascii_split_is_exact(batch: pa.Array) -> bool:
     return True
 
 
-def _words(batch: pa.Array) -> pa.Array:
+def _split_words(batch: pa.Array) -> pa.Array:
+    """Each line's whitespace-separated pieces, flattened; empty strings where str.split()
+    has none (leading, trailing and repeated whitespace)."""
     import pyarrow.compute as pc
 
     # utf8_split_whitespace splits where str.split() does (checked for every code point);
     # the ASCII kernel is twice as fast and splits the same on the bytes it accepts.
-    # str.split() drops the empty strings around leading, trailing and repeated whitespace.
     if _ascii_split_is_exact(batch):
-        words = pc.ascii_split_whitespace(batch).flatten()
-    else:
-        words = pc.utf8_split_whitespace(batch).flatten()
+        return pc.ascii_split_whitespace(batch).flatten()
+    return pc.utf8_split_whitespace(batch).flatten()
+
+
+def _words(batch: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    words = _split_words(batch)
     return words.filter(pc.greater(pc.binary_length(words), 0))
 
 
@@ -149,8 +163,10 @@ class BatchStream:
     task). ``dstream`` is the underlying DStream of arrays, for ``foreachRDD`` and the other
     DStream operators that take whole arrays."""
 
-    def __init__(self, dstream: DStream[Any]) -> None:
+    def __init__(self, dstream: DStream[Any], words_of: DStream[Any] | None = None) -> None:
         self.dstream = dstream
+        # words(): the stream of lines they come from (countByValue counts them directly).
+        self._words_of = words_of
 
     def __repr__(self) -> str:
         return f"BatchStream({self.dstream!r})"
@@ -207,7 +223,8 @@ class BatchStream:
 
     def words(self) -> BatchStream:
         """Each line's words, as ``str.split()`` gives them (whitespace-separated)."""
-        return BatchStream(self.dstream._rdd_op("words", lambda rdd: rdd.map(_words)))
+        words = self.dstream._rdd_op("words", lambda rdd: rdd.map(_words))
+        return BatchStream(words, words_of=self.dstream)
 
     # ---- back to per-record streams ---------------------------------------------------------
     def count(self) -> DStream[int]:
@@ -218,6 +235,11 @@ class BatchStream:
         """``(value, count)`` for every distinct value of each interval, counted within each
         task first (Arrow's value_counts) so only one pair per value and task is shuffled."""
         n = self.dstream._num_partitions(numPartitions, "countByValue")
+        if self._words_of is not None:  # words().countByValue(): one pass less
+            return self._words_of._rdd_op(
+                "words().countByValue",
+                lambda rdd: rdd.mapPartitions(_word_counts).reduceByKey(operator.add, n),
+            )
         return self.dstream._rdd_op(
             "countByValue",
             lambda rdd: rdd.mapPartitions(_value_counts).reduceByKey(operator.add, n),

@@ -146,3 +146,21 @@ def test_contains_when_most_lines_match_and_with_nulls() -> None:
     many = ["xa"] * 5000 + ["b"]
     assert _contains_mask(pa.array(many), "a").to_pylist() == [True] * 5000 + [False]
     assert _contains_mask(pa.array(["a", None, "b"]), "a").to_pylist() == [True, None, False]
+
+
+def test_word_counts_count_str_split_words() -> None:
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from dstream.operators.columnar import _word_counts
+
+    rng = random.Random(5)
+    pieces = ["ab", "c", " ", "  ", "\t", "\x1c", "\u3000", "\xe9", ""]
+    for _ in range(100):
+        batches = [
+            pa.array(["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 8)))])
+            for _ in range(rng.randrange(0, 4))
+        ]
+        want = Counter(w for b in batches for line in b.to_pylist() for w in line.split())
+        assert dict(_word_counts(batches)) == dict(want)
