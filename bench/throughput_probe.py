@@ -25,6 +25,7 @@ bound has passed since the last rename, stops the system and writes JSON:
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 import throughput_systems as systems
 from throughput_input import RecordPool, Writer
-from throughput_search import summarize
+from throughput_search import ProbeSummary, summarize
 
 READY_TIMEOUT_S = 120
 
@@ -171,9 +172,12 @@ def report(p: ProbeParams, writer: Writer, measured_from: int) -> dict[str, Any]
             for k, b in sorted(batches.items())
         ],
     }
-    out["summary"] = (
-        summarize(p.rate, processing, latencies).to_json() if processing and latencies else None
-    )
+    if processing and latencies:
+        out["summary"] = summarize(p.rate, processing, latencies).to_json()
+    else:  # nothing finished in the sustain period: the system fell hopelessly behind
+        inf = math.inf
+        n = len(files_out)
+        out["summary"] = ProbeSummary(p.rate, 0, n, n, inf, inf, inf, inf, inf).to_json()
     if p.keep_results:
         out["results"] = {str(k): b.result for k, b in sorted(batches.items())}
     return out

@@ -24,7 +24,8 @@ by hand.
 period after the warm-up, the mean interval processing time stays below the interval and the
 p95 end-to-end latency below the bound (2 s with 1 s intervals, 1 s with 0.5 s intervals).
 The rate is found by a search: doubling from a start rate until a probe fails, bisection
-between the last pass and the first fail to 10 %, and the final point run again (a failed
+between the last pass and the first fail to the tolerance (`--tolerance`, 10 % by default;
+each row's command says what was used), and the final point run again (a failed
 repeat demotes it). Every probe is a process of its own with a fresh SparkContext on
 `local[2]` and a fresh watched directory.
 
@@ -51,8 +52,13 @@ the inverse function, collected to the driver. TopK: the 10 most frequent words 
 **Systems** (`bench/throughput_systems.py`), all on the same SparkConf
 (`dstream.sparkconf.recommended_conf("local[2]")`, UI off, `spark.sql.shuffle.partitions=2`):
 
-- `dstream` and `pyspark-streaming`: the same program, only the import differs
-  (`textFileStream` → `filter` → `count`; `flatMap` → `map` →
+- `dstream`: the workloads on dstream's columnar fast path (README, "Columnar fast
+  path"): `textBatchStream` → `contains(PATTERN)` → the arrays' lengths summed;
+  `textBatchStream` → `words().countByValue()` (counted per task in Arrow) →
+  `reduceByKeyAndWindow(add, sub, 30, interval, filterFunc=count > 0)` → `collect` /
+  `takeOrdered(10)`. Same results as the per-record program (`--check`).
+- `dstream-records` and `pyspark-streaming`: the same per-record program, only the import
+  differs (`textFileStream` → `filter` → `count`; `flatMap` → `map` →
   `reduceByKeyAndWindow(add, sub, 30, interval, filterFunc=count > 0)` → `collect` /
   `takeOrdered(10)`), checkpoint directory set (pyspark.streaming requires one for the
   inverse).

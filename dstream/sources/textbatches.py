@@ -219,7 +219,51 @@ def _empty() -> pa.Array:
     return pa.array([], type=pa.string())
 
 
+def _lf_split_mapped(view: Any, size: int, start: int, end: int) -> pa.Array | None:
+    """``_lf_split`` over a whole file mapped into memory (an ``mmap``): Arrow splits the
+    page cache's bytes directly, with no copy of the file into the process first. None if a
+    ``\\r`` is in the way (then the general reader runs)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if start == 0:
+        first = len(_BOM) if view[: len(_BOM)] == _BOM else 0
+    else:
+        nl = view.find(b"\n", start - 1)
+        if nl == -1 or nl + 1 >= end:
+            return _empty()
+        first = nl + 1
+    stop = view.find(b"\n", max(first, end - 1))
+    if stop == -1:
+        stop = size
+    if view.find(b"\r", max(0, start - 1), min(size, stop + 1)) != -1:
+        return None
+    span = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(),
+        1,
+        [None, pa.py_buffer(struct.pack("<qq", first, stop)), pa.py_buffer(view)],
+    )
+    lines = pc.split_pattern(span, b"\n").flatten()  # new buffers: the map can go
+    del span
+    kind = pa.string() if stop - first < 2**31 else pa.large_string()
+    try:
+        return lines.cast(kind)
+    except pa.ArrowInvalid:  # invalid UTF-8: replace as textFile does (rare; per line)
+        texts = [line.decode("utf-8", errors="replace") for line in lines.to_pylist()]
+        return pa.array(texts, type=kind)
+
+
 def read_text_split(files: Any, path: str, split: int, splits: int) -> pa.Array:
-    """Split ``split`` of ``splits`` of ``path`` through a task-side file handle."""
-    size = files.size(path)
-    return read_split(size, split, splits, lambda offset, n: files.read_range(path, offset, n))
+    """Split ``split`` of ``splits`` of ``path`` through a task-side file handle (mapped
+    into memory when the handle can, read in ranges otherwise)."""
+    mapped = files.open_map(path) if hasattr(files, "open_map") else None
+    if mapped is None:
+        size = files.size(path)
+        return read_split(size, split, splits, lambda offset, n: files.read_range(path, offset, n))
+    with mapped as view:
+        size = len(view)
+        start, end = split_range(size, split, splits)
+        lines = _lf_split_mapped(view, size, start, end) if start < end else _empty()
+        if lines is None:
+            lines = read_split(size, split, splits, lambda offset, n: view[offset : offset + n])
+        return lines

@@ -61,10 +61,15 @@ def test_wordcount_and_topk_on_the_rate_source(harness: Any) -> None:
         assert top == sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
 
 
-def test_wordcount_on_a_directory_of_files(harness: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("columnar", [False, True])
+def test_wordcount_on_a_directory_of_files(harness: Any, tmp_path: Path, columnar: bool) -> None:
     t0 = 1_700_000_000_000
     h: Harness = harness(start_ms=t0)
-    counts = BatchCollector(wordcount.windowed_counts(h.ssc.textFileStream(str(tmp_path)), 2))
+    if columnar:
+        stream = wordcount.windowed_counts_columnar(h.ssc.textBatchStream(str(tmp_path)), 2)
+    else:
+        stream = wordcount.windowed_counts(h.ssc.textFileStream(str(tmp_path)), 2)
+    counts = BatchCollector(stream)
     h.ssc.start()
     texts = ["to be or not to be", "be quick", "not now"]
     for i, text in enumerate(texts):

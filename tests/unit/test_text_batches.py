@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,22 @@ def test_word_counts_count_str_split_words() -> None:
         ]
         want = Counter(w for b in batches for line in b.to_pylist() for w in line.split())
         assert dict(_word_counts(batches)) == dict(want)
+
+
+def test_local_files_read_through_a_memory_map_give_the_files_lines(tmp_path: Path) -> None:
+    from dstream.sources.textbatches import read_text_split
+    from dstream.storage.taskfs import LocalTaskFiles
+
+    rng = random.Random(9)
+    files = LocalTaskFiles()
+    for case in range(150):
+        alphabet = [b"ab", b" ", b"\n", b"\n", b"\xc3\xa9", BOM, b"\xff"]
+        if case % 3 == 0:
+            alphabet.append(b"\r\n")  # some files take the general reader
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80)))
+        path = tmp_path / f"f{case}.txt"
+        path.write_bytes(data)
+        for splits in (1, 2, 5):
+            parts = [read_text_split(files, str(path), i, splits) for i in range(splits)]
+            got = [line for part in parts for line in part.to_pylist()]
+            assert got == hadoop_lines(data), (data, splits)
