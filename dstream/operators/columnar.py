@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dstream.functions import guard
+from dstream.operators.stateless import total
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark import RDD
 
     from dstream.dstream import DStream
 
@@ -44,13 +44,6 @@ def _as_array(value: Any, label: str, what: str) -> pa.Array:
         f"{label} returned {type(value).__name__}, but {what} must be a pyarrow Array; "
         "build it with pyarrow.compute functions or pyarrow.array(...)"
     )
-
-
-def _sum_lengths(rdd: RDD[Any]) -> RDD[int]:
-    # One element per interval, 0 for an empty one (as DStream.count).
-    if rdd.getNumPartitions() == 0:
-        return rdd.context.parallelize([0], 1)
-    return rdd.map(lambda batch: (None, len(batch))).reduceByKey(operator.add, 1).values()
 
 
 def _value_counts(batches: Iterable[pa.Array]) -> Iterator[tuple[Any, int]]:
@@ -229,11 +222,11 @@ class BatchStream:
     # ---- back to per-record streams ---------------------------------------------------------
     def count(self) -> DStream[int]:
         """The number of records of each interval (one record, 0 for an empty interval)."""
-        return self.dstream._rdd_op("count", _sum_lengths)
+        return self.dstream._rdd_op("count", lambda rdd: total(rdd.map(len)))
 
     def countByValue(self, numPartitions: int | None = None) -> DStream[tuple[Any, int]]:
         """``(value, count)`` for every distinct value of each interval, counted within each
-        task first (Arrow's value_counts) so only one pair per value and task is shuffled."""
+        task first (an Arrow hash aggregation) so only one pair per value and task is shuffled."""
         n = self.dstream._num_partitions(numPartitions, "countByValue")
         if self._words_of is not None:  # words().countByValue(): one pass less
             return self._words_of._rdd_op(

@@ -36,12 +36,16 @@ def _count_partition(iterator: Iterable[Any]) -> Iterator[int]:
     yield sum(1 for _ in iterator)
 
 
+def total(counts: RDD[int]) -> RDD[int]:
+    """The sum of ``counts`` as one element per interval, 0 for an empty one (as Spark's
+    DStream.count)."""
+    if counts.getNumPartitions() == 0:
+        return counts.context.parallelize([0], 1)
+    return counts.map(lambda c: (None, c)).reduceByKey(operator.add, 1).values()
+
+
 def _count(rdd: RDD[Any]) -> RDD[int]:
-    # Always one element per interval, 0 for an empty one (as Spark's DStream.count).
-    if rdd.getNumPartitions() == 0:
-        return rdd.context.parallelize([0], 1)
-    counts = rdd.mapPartitions(_count_partition).map(lambda c: (None, c))
-    return counts.reduceByKey(operator.add, 1).values()
+    return total(rdd.mapPartitions(_count_partition))
 
 
 class StatelessOps(DStreamCore[T]):

@@ -4,8 +4,9 @@ path of ``ssc.textBatchStream``).
 ``textFileStream`` reads lines in the JVM and sends each one to Python as its own record;
 at high rates that per-record pickling and dispatch is most of an interval's cost. Here a
 task gets only ``(path, split, splits)``, reads its byte range of the file itself (local
-file system, or WebHDFS for ``hdfs://``) and builds one ``pyarrow.StringArray`` of its lines
-with a few vectorised numpy passes: no Python object per line.
+file system, memory-mapped, or WebHDFS for ``hdfs://``) and builds one ``pyarrow.StringArray``
+of its lines: a few byte searches and Arrow's ``split_pattern`` for ``\\n``-terminated
+text, vectorised numpy passes when ``\\r`` terminators occur. No Python object per line.
 
 Lines are exactly Hadoop's ``LineRecordReader``'s (what ``textFile`` returns): terminated by
 ``\\n``, ``\\r\\n`` or a lone ``\\r``, terminators dropped, no empty line after a final
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["lines_array", "read_split", "split_range"]
+__all__ = ["read_split", "read_text_split", "split_range"]
 
 _BOM = b"\xef\xbb\xbf"
 _READ_MORE = 1 << 16  # bytes read past a range's end while its last line continues
@@ -37,7 +38,7 @@ def split_range(size: int, split: int, splits: int) -> tuple[int, int]:
     return size * split // splits, size * (split + 1) // splits
 
 
-def _terminators(data: bytes, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _terminators(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each line terminator in ``buf`` begins, and where the line after it begins.
 
     A ``\\n`` right after a ``\\r`` belongs to that ``\\r``'s terminator. A ``\\r`` as
@@ -46,9 +47,6 @@ def _terminators(data: bytes, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     import numpy as np
 
-    if b"\r" not in data:  # the common case: \n only
-        begins = np.flatnonzero(buf == 10)
-        return begins, begins + 1
     cr = buf == 13
     nl = buf == 10
     nl[1:] &= ~cr[:-1]
@@ -64,39 +62,22 @@ def lines_array(data: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
-    buf = np.frombuffer(data, dtype=np.uint8)
-    lengths = ends - starts
     n = len(starts)
     if n == 0:
-        return pa.array([], type=pa.string())
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    gaps = starts[1:] - ends[:-1]
-    if (gaps == 1).all() and not (buf[ends[:-1]] == 13).any():
-        # Lines one \n apart (no \r): the values are the span without its \n bytes.
-        values_bytes = data[starts[0] : ends[-1]].replace(b"\n", b"")
-        np.cumsum(lengths, out=offsets[1:])
-        return _string_array(data, starts, ends, offsets, values_bytes)
+        return _empty()
+    buf = np.frombuffer(data, dtype=np.uint8)
     # Keep the bytes inside some [start, end): +1 at each start, -1 at each end.
     edges = np.zeros(len(buf) + 1, dtype=np.int8)
     edges[starts] += 1  # starts are distinct, and so are ends
     edges[ends] -= 1
     keep = np.cumsum(edges[:-1], dtype=np.int8).astype(bool)
-    np.cumsum(lengths, out=offsets[1:])
-    return _string_array(data, starts, ends, offsets, buf[keep].tobytes())
-
-
-def _string_array(
-    data: bytes, starts: np.ndarray, ends: np.ndarray, offsets: np.ndarray, values: bytes
-) -> pa.Array:
-    import numpy as np
-    import pyarrow as pa
-
-    n = len(starts)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(ends - starts, out=offsets[1:])
     large = offsets[-1] >= 2**31
     array = (pa.LargeStringArray if large else pa.StringArray).from_buffers(
         n,
         pa.py_buffer(offsets if large else offsets.astype(np.int32)),
-        pa.py_buffer(values),
+        pa.py_buffer(buf[keep].tobytes()),
     )
     try:
         array.validate(full=True)
@@ -119,7 +100,7 @@ def read_split(
 
     start, end = split_range(size, split, splits)
     if start >= end:
-        return lines_array(b"", np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return _empty()
     # From one byte before the range (is `start` a line's beginning?) to one byte past it
     # (a \r at end-1 may be half of \r\n), then more while the last line runs on.
     lo = max(0, start - 1)
@@ -130,20 +111,19 @@ def read_split(
         if not more:
             break
         data += more
-    if b"\r" not in data:
-        lines, data = _lf_split(data, lo, start, end, size, read_range)
-        if lines is not None:
-            return lines
+    lines, data = _lf_split(data, lo, start, end, size, read_range)
+    if lines is not None:
+        return lines
     while True:
         buf = np.frombuffer(data, dtype=np.uint8)
-        begins, after = _terminators(data, buf)
+        begins, after = _terminators(buf)
         begins = begins + lo
         after = after + lo
         line_starts = np.concatenate([[0], after]) if lo == 0 else after
         # Each line runs to the terminator that follows its beginning.
         owned = (line_starts >= start) & (line_starts < end) & (line_starts < size)
         if not owned.any():
-            return lines_array(b"", np.zeros(0, np.int64), np.zeros(0, np.int64))
+            return _empty()
         first = int(np.argmax(owned))
         last = len(owned) - 1 - int(np.argmax(owned[::-1]))
         # Line k (counting from the first line start found) ends where terminator k begins
@@ -157,17 +137,19 @@ def read_split(
         data += more
     line_ends = np.append(begins, lo + len(data))[first + shift : last + shift + 1]
     starts = line_starts[first : last + 1]
-    if lo == 0 and start == 0 and data.startswith(_BOM):
+    if lo == 0 and start == 0 and data[: len(_BOM)] == _BOM:
         starts = starts.copy()
         starts[0] = min(len(_BOM), int(line_ends[0]))
     return lines_array(data, starts - lo, line_ends - lo)
 
 
 def _lf_split(
-    data: bytes, lo: int, start: int, end: int, size: int, read_range: Callable[[int, int], bytes]
-) -> tuple[pa.Array | None, bytes]:
-    """``read_split`` for data with ``\\n`` terminators only: find the owned span with two
-    byte searches and let Arrow split it. (None, data read so far) if a ``\\r`` shows up."""
+    data: Any, lo: int, start: int, end: int, size: int, read_range: Callable[[int, int], bytes]
+) -> tuple[pa.Array | None, Any]:
+    """``read_split`` for lines that end in ``\\n`` only: find the owned span with byte
+    searches and let Arrow split it. ``data`` (bytes, or a whole file mapped into memory)
+    holds the file from byte ``lo`` (``start - 1``, or 0) to at least ``end + 1``. Returns
+    (None, the data read so far) if a ``\\r`` is among the bytes that decide the lines."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -177,13 +159,12 @@ def _lf_split(
             if not more:
                 break
             data += more
-        if b"\r" in data:
-            return None, data
-        first = len(_BOM) if data.startswith(_BOM) else 0
+        first = len(_BOM) if data[: len(_BOM)] == _BOM else 0
     else:
-        nl = data.find(b"\n")  # data[0] is byte start - 1
-        if nl == -1 or lo + nl + 1 >= end:
-            return _empty(), data
+        nl = data.find(b"\n", start - 1 - lo)
+        if nl == -1 or lo + nl + 1 >= end:  # no line begins in the range, unless at a \r
+            found_cr = data.find(b"\r", start - 1 - lo, end - lo) != -1
+            return (None if found_cr else _empty()), data
         first = nl + 1
     # The last owned line ends at the first \n at or after end - 1 (a \n at end - 1 ends
     # the line before `end`; the line after it is the next split's).
@@ -192,19 +173,20 @@ def _lf_split(
         more = read_range(lo + len(data), _READ_MORE)
         if not more:
             break
-        if b"\r" in more:
-            return None, data + more
         searched = len(data)
         data += more
         stop = data.find(b"\n", searched)
     if stop == -1:
         stop = len(data)
+    if data.find(b"\r", max(0, start - 1 - lo), stop) != -1:
+        return None, data
     span = pa.LargeBinaryArray.from_buffers(
         pa.large_binary(),
         1,
         [None, pa.py_buffer(struct.pack("<qq", first, stop)), pa.py_buffer(data)],
     )
-    lines = pc.split_pattern(span, b"\n").flatten()
+    lines = pc.split_pattern(span, b"\n").flatten()  # new buffers: a mapped file can go
+    del span
     kind = pa.string() if stop - first < 2**31 else pa.large_string()
     try:
         return lines.cast(kind), data
@@ -219,40 +201,6 @@ def _empty() -> pa.Array:
     return pa.array([], type=pa.string())
 
 
-def _lf_split_mapped(view: Any, size: int, start: int, end: int) -> pa.Array | None:
-    """``_lf_split`` over a whole file mapped into memory (an ``mmap``): Arrow splits the
-    page cache's bytes directly, with no copy of the file into the process first. None if a
-    ``\\r`` is in the way (then the general reader runs)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if start == 0:
-        first = len(_BOM) if view[: len(_BOM)] == _BOM else 0
-    else:
-        nl = view.find(b"\n", start - 1)
-        if nl == -1 or nl + 1 >= end:
-            return _empty()
-        first = nl + 1
-    stop = view.find(b"\n", max(first, end - 1))
-    if stop == -1:
-        stop = size
-    if view.find(b"\r", max(0, start - 1), min(size, stop + 1)) != -1:
-        return None
-    span = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(),
-        1,
-        [None, pa.py_buffer(struct.pack("<qq", first, stop)), pa.py_buffer(view)],
-    )
-    lines = pc.split_pattern(span, b"\n").flatten()  # new buffers: the map can go
-    del span
-    kind = pa.string() if stop - first < 2**31 else pa.large_string()
-    try:
-        return lines.cast(kind)
-    except pa.ArrowInvalid:  # invalid UTF-8: replace as textFile does (rare; per line)
-        texts = [line.decode("utf-8", errors="replace") for line in lines.to_pylist()]
-        return pa.array(texts, type=kind)
-
-
 def read_text_split(files: Any, path: str, split: int, splits: int) -> pa.Array:
     """Split ``split`` of ``splits`` of ``path`` through a task-side file handle (mapped
     into memory when the handle can, read in ranges otherwise)."""
@@ -260,10 +208,16 @@ def read_text_split(files: Any, path: str, split: int, splits: int) -> pa.Array:
     if mapped is None:
         size = files.size(path)
         return read_split(size, split, splits, lambda offset, n: files.read_range(path, offset, n))
-    with mapped as view:
+    with mapped as view:  # Arrow splits the page cache's bytes in place
         size = len(view)
+
+        def read_range(offset: int, n: int) -> bytes:
+            return bytes(view[offset : offset + n])
+
         start, end = split_range(size, split, splits)
-        lines = _lf_split_mapped(view, size, start, end) if start < end else _empty()
-        if lines is None:
-            lines = read_split(size, split, splits, lambda offset, n: view[offset : offset + n])
+        if start >= end:
+            return _empty()
+        lines, _ = _lf_split(view, 0, start, end, size, read_range)
+        if lines is None:  # \r terminators: the general reader, on a copy of the range
+            lines = read_split(size, split, splits, read_range)
         return lines

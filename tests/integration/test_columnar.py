@@ -158,34 +158,41 @@ def test_batch_operators_and_input_counts(sc: Any, tmp_path: Path) -> None:
     assert counts[0] == [3000, 3000]
 
 
-def test_a_batch_function_that_returns_no_array_names_the_operator(sc: Any, tmp_path: Path) -> None:
-    put(tmp_path, "a.txt", b"x\ny\n", 1)
+def fails_in_its_first_interval(sc: Any, directory: Path, program: Any, match: str) -> None:
+    """One file, one interval through ``program(batches)``: the interval fails with
+    ``match``."""
     clock = ManualClock(T0)
     ssc = StreamingContext(sc, Duration(B), clock=clock)
-    ssc.textBatchStream(str(tmp_path)).mapBatches(lambda a: a.to_pylist()).count().pprint()
+    program(ssc.textBatchStream(str(directory))).count().pprint()
     ssc.start()
     try:
         clock.advance(B)
-        with pytest.raises(StreamingJobError, match=r"mapBatches.*returned list.*pyarrow Array"):
+        with pytest.raises(StreamingJobError, match=match):
             ssc.awaitTerminationOrTimeout(120)
     finally:
         ssc.stop(stopSparkContext=False)
+
+
+def test_a_batch_function_that_returns_no_array_names_the_operator(sc: Any, tmp_path: Path) -> None:
+    put(tmp_path, "a.txt", b"x\ny\n", 1)
+    fails_in_its_first_interval(
+        sc,
+        tmp_path,
+        lambda batches: batches.mapBatches(lambda a: a.to_pylist()),
+        r"mapBatches.*returned list.*pyarrow Array",
+    )
 
 
 def test_a_mask_of_the_wrong_shape_is_refused(sc: Any, tmp_path: Path) -> None:
     import pyarrow as pa
 
     put(tmp_path, "a.txt", b"x\ny\nz\nw\nv\n", 1)  # 2 or 3 lines a task
-    clock = ManualClock(T0)
-    ssc = StreamingContext(sc, Duration(B), clock=clock)
-    ssc.textBatchStream(str(tmp_path)).filterBatches(lambda a: pa.array([True])).count().pprint()
-    ssc.start()
-    try:
-        clock.advance(B)
-        with pytest.raises(StreamingJobError, match=r"filterBatches.*length 1.*one bool per"):
-            ssc.awaitTerminationOrTimeout(120)
-    finally:
-        ssc.stop(stopSparkContext=False)
+    fails_in_its_first_interval(
+        sc,
+        tmp_path,
+        lambda batches: batches.filterBatches(lambda a: pa.array([True])),
+        r"filterBatches.*length 1.*one bool per",
+    )
 
 
 def test_contains_wants_a_string(sc: Any, tmp_path: Path) -> None:
