@@ -110,6 +110,7 @@ def probe_params(args: argparse.Namespace, system: str, workload: str, rate: int
         pool_records=args.pool_records,
         pool_cache=args.pool_cache,
         max_warmup_s=args.max_warmup_s,
+        work_root=args.work_root,
     )
 
 
@@ -243,6 +244,7 @@ def check(args: argparse.Namespace) -> int:
                 master=args.master,
                 pool_records=args.pool_records,
                 pool_cache=args.pool_cache,
+                work_root=args.work_root,
                 files=files,
                 keep_results=True,
             )
@@ -287,6 +289,12 @@ def main() -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--pool-records", type=int, default=500_000)
     p.add_argument("--pool-cache", default="/tmp/dstream-throughput-pool")
+    p.add_argument(
+        "--work-root",
+        default=None,
+        help="where each probe's watched directory goes (default: /dev/shm if writable, "
+        "else the system's temporary directory)",
+    )
     p.add_argument("--out", default=str(BENCH / "results" / "throughput"))
     p.add_argument("--check", action="store_true", help="cross-check the systems' outputs")
     p.add_argument("--report", action="store_true", help="write BENCHMARKS.md and the plots")

@@ -16,6 +16,7 @@ processing-time trigger are), so a file is never raced against a batch boundary.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -63,17 +64,16 @@ class RecordPool:
 
     def write_file(self, n: int, count: int, target: Path) -> None:
         """``file(n, count)``'s bytes into ``target``, copied by the kernel from the pool's
-        file (copy_file_range): no bytes pass through this process, so the writer takes
-        little CPU and no GIL from the system under test."""
+        file (sendfile, which also works from the disk into tmpfs, where copy_file_range
+        refuses): no bytes pass through this process, so the writer takes little CPU and no
+        GIL from the system under test."""
         with open(self.path, "rb") as src, open(target, "wb") as dst:
             for offset, length in self.segments(n * count, count):
                 copied = 0
                 while copied < length:
-                    done = os.copy_file_range(
-                        src.fileno(), dst.fileno(), length - copied, offset + copied
-                    )
+                    done = os.sendfile(dst.fileno(), src.fileno(), offset + copied, length - copied)
                     if done <= 0:
-                        raise OSError(f"copy_file_range from {self.path} returned {done}")
+                        raise OSError(f"sendfile from {self.path} returned {done}")
                     copied += done
 
     def lines(self, start: int, count: int) -> bytes:
@@ -94,16 +94,25 @@ class WrittenFile:
 
 class Writer:
     """Writes one file per interval, ``rate`` records/s, in a thread: ``files`` files, or
-    until :meth:`finish_with` or :meth:`stop` if ``files`` is None."""
+    until :meth:`finish_with` or :meth:`stop` if ``files`` is None. A file is deleted
+    ``retain_s`` seconds after its rename (never, if infinite)."""
 
     def __init__(
-        self, directory: str, pool: RecordPool, rate: int, interval_ms: int, files: int | None
+        self,
+        directory: str,
+        pool: RecordPool,
+        rate: int,
+        interval_ms: int,
+        files: int | None,
+        retain_s: float = math.inf,
     ) -> None:
         self.directory = Path(directory)
         self.pool = pool
         self.rate = rate
         self.interval_ms = interval_ms
         self.files = files
+        self.retain_ms = retain_s * 1000
+        self.deleted = 0  # files 0 .. deleted - 1 are gone
         self.written: list[WrittenFile] = []
         self.first_boundary_ms = 0
         self._stop = threading.Event()
@@ -160,3 +169,12 @@ class Writer:
             os.rename(hidden, self.directory / name)
             self.written.append(WrittenFile(name, n, count, int(time.time() * 1000)))
             n += 1
+            self._delete_old(self.written[-1].renamed_ms)
+
+    def _delete_old(self, now_ms: int) -> None:
+        while (
+            self.deleted < len(self.written)
+            and now_ms - self.written[self.deleted].renamed_ms > self.retain_ms
+        ):
+            (self.directory / self.written[self.deleted].name).unlink(missing_ok=True)
+            self.deleted += 1

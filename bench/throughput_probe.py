@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -58,14 +59,37 @@ class ProbeParams:
     max_warmup_s: float | None = None  # default: 2 * warmup_s + 10 (see warm_up)
     files: int | None = None  # exactly this many files, all measured (--check)
     keep_results: bool = False  # every interval's result in the JSON (for --check)
+    work_root: str | None = None  # where the watched directory goes (default_work_root())
+    retain_s: float | None = None  # files older than this are deleted (default: retention())
+
+
+def default_work_root() -> str | None:
+    """tmpfs (/dev/shm) when there is one: at the rates Grep reaches (300+ MB/s) a disk-backed
+    directory throttles the writer (dirty-page writeback), its files land late and every
+    system sees doubled intervals; in memory the writer keeps its schedule."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def retention(workload: str) -> float:
+    """How long a file stays in the watched directory after its rename: long enough that
+    every system has read it (a system 10 s behind has long failed the latency bound), and
+    for the windowed workloads the window plus that margin (their per-interval partials are
+    cached, so input is only read again if a cached block were lost). Deleting them keeps a
+    probe's input in tmpfs bounded: 10 s at 8M records/s is 8 GB."""
+    return 10.0 if workload == "grep" else systems.WINDOW_S + 10.0
 
 
 def run_probe(p: ProbeParams) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix=f"dstream-throughput-{p.system}-"))
+    root = p.work_root if p.work_root is not None else default_work_root()
+    work = Path(tempfile.mkdtemp(prefix=f"dstream-throughput-{p.system}-", dir=root))
     directory = work / "in"
     directory.mkdir()
     pool = RecordPool(p.pool_records, p.pool_cache)
-    writer = Writer(str(directory), pool, p.rate, p.interval_ms, p.files)
+    retain_s = p.retain_s if p.retain_s is not None else retention(p.workload)
+    if p.files is not None:  # --check: every file stays until the system has read it
+        retain_s = math.inf
+    writer = Writer(str(directory), pool, p.rate, p.interval_ms, p.files, retain_s)
     try:
         running = systems.start_system(
             p.system, p.workload, str(directory), work, p.interval_ms, p.master

@@ -52,3 +52,21 @@ def test_structured_batch_files_reads_plain_and_compacted_logs(tmp_path):
     assert structured_batch_files(tmp_path, 10) == {10: ["c", "d"]}
     assert structured_batch_files(tmp_path, 9) == {0: ["a"], 9: ["b"]}  # the compacted log
     assert structured_batch_files(tmp_path, 11) == {}
+
+
+def test_the_writer_deletes_files_once_they_are_older_than_the_retention(tmp_path):
+    from throughput_input import RecordPool, Writer
+
+    pool = RecordPool(10_000, str(tmp_path / "pool"))
+    watched = tmp_path / "in"
+    watched.mkdir()
+    writer = Writer(str(watched), pool, rate=2_000, interval_ms=50, files=8, retain_s=0.12)
+    writer.start(lead_ms=0)
+    writer.join()
+    last = writer.written[-1].renamed_ms
+    present = {p.name for p in watched.iterdir()}
+    assert len(writer.written) == 8 and not any(n.startswith(".") for n in present)
+    for w in writer.written:  # gone exactly when older than 120 ms at the last rename
+        assert (w.name in present) == (last - w.renamed_ms <= 120), (w, last)
+    assert writer.written[0].name not in present and writer.written[-1].name in present
+    assert (watched / writer.written[-1].name).stat().st_size == 100 * 101  # rate x interval
