@@ -14,8 +14,9 @@ Workloads (on 100-byte records of Zipf-distributed words):
 Systems:
 
 - ``dstream``: the workloads on dstream's columnar fast path
-  (:func:`dstream_columnar_program`: ``textBatchStream``, ``contains``, ``words``,
-  ``countByValue`` counted per task before the shuffle, then the same window);
+  (:func:`dstream_columnar_program`: ``textBatchStream``, ``contains``, ``words``, and
+  ``countByValueAndWindow``: counted per task before the shuffle, the same window with the
+  inverse, keys without a count left dropped);
 - ``dstream-records`` and ``pyspark-streaming``: the same per-record program
   (:func:`dstream_program`), only the import differs;
 - ``structured``: Structured Streaming, ``readStream.text`` with a processing-time trigger of
@@ -195,7 +196,7 @@ def dstream_columnar_program(ssc: Any, directory: str, workload: str, interval_s
     if workload == "grep":
         batches.contains(PATTERN).dstream.foreachRDD(_output_lengths)
         return batches.dstream
-    counts = _window(batches.words().countByValue(), interval_s)
+    counts = batches.words().countByValueAndWindow(WINDOW_S, interval_s)
     counts.foreachRDD(_output_counts if workload == "wordcount" else _output_top)
     return batches.dstream
 

@@ -238,6 +238,24 @@ class BatchStream:
             lambda rdd: rdd.mapPartitions(_value_counts).reduceByKey(operator.add, n),
         )
 
+    def countByValueAndWindow(
+        self, windowDuration: object, slideDuration: object = None, numPartitions: int | None = None
+    ) -> DStream[tuple[Any, int]]:
+        """``(value, count)`` of the distinct values over a sliding window, kept incrementally
+        (as ``DStream.countByValueAndWindow``): each task counts its values first (an Arrow
+        hash aggregation), and the window folds those counts in straight off the shuffle."""
+        if self._words_of is not None:
+            counts = self._words_of._rdd_op(
+                "words().countByValueAndWindow", lambda rdd: rdd.mapPartitions(_word_counts)
+            )
+        else:
+            counts = self.dstream._rdd_op(
+                "countByValueAndWindow", lambda rdd: rdd.mapPartitions(_value_counts)
+            )
+        return counts.reduceByKeyAndWindow(
+            operator.add, operator.sub, windowDuration, slideDuration, numPartitions
+        )
+
     def records(self) -> DStream[Any]:
         """The records as Python objects (``str`` for lines): the per-record operators
         from here on."""

@@ -16,7 +16,13 @@ from dstream.operators.state_logic import SectionMark
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-__all__ = ["co_partitioned_union", "hash_partitioned", "memory_only", "sectioned_union"]
+__all__ = [
+    "co_partitioned_union",
+    "hash_partitioned",
+    "memory_only",
+    "sectioned_union",
+    "shuffled",
+]
 
 
 def memory_only() -> Any:
@@ -34,6 +40,28 @@ def hash_partitioned(rdd: RDD[Any], num_partitions: int) -> RDD[Any]:
     serializer as other Python RDDs (a union of RDDs with different serializers would make
     PySpark re-serialize each of them, one extra pass apiece)."""
     return rdd.partitionBy(num_partitions).mapPartitions(_identity, preservesPartitioning=True)
+
+
+def shuffled(rdd: RDD[Any], num_partitions: int) -> RDD[Any]:
+    """``rdd.partitionBy(n)`` without a pass of its own: the shuffle's output, read as it
+    comes off the shuffle by whatever Python pass consumes it.
+
+    PySpark reads a shuffle's output with ``BatchedSerializer(CPickleSerializer)`` and other
+    Python RDDs with ``AutoBatchedSerializer(CPickleSerializer)``: both write one pickled list
+    per frame and load the same way, but they compare unequal, so a union of the two would
+    re-serialize every parent in a pass of its own. This RDD declares the context's
+    serializer for the shuffle's output, which loads it unchanged."""
+    import pyspark
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+
+    out = rdd.partitionBy(num_partitions)
+    deserializer = out._jrdd_deserializer
+    if out is rdd or type(deserializer) is not BatchedSerializer:
+        return out  # already partitioned so: no shuffle, nothing to relabel
+    assert isinstance(deserializer.serializer, CPickleSerializer)
+    relabelled: RDD[Any] = pyspark.RDD(out._jrdd, out.ctx, out.ctx.serializer)
+    relabelled.partitioner = out.partitioner
+    return relabelled
 
 
 def co_partitioned_union(rdds: list[RDD[Any]]) -> RDD[Any]:

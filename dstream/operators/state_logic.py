@@ -10,10 +10,19 @@ its own just to be tagged — each such pass costs a PySpark task tens of millis
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["SectionMark", "merge_update_state", "merge_window", "sections"]
+__all__ = [
+    "SectionMark",
+    "WindowPartition",
+    "combine_locally",
+    "fold_window",
+    "merge_update_state",
+    "sections",
+    "window_items",
+]
 
 
 class SectionMark:
@@ -39,42 +48,108 @@ def sections(records: Iterable[Any], count: int) -> list[list[Any]]:
     return out
 
 
-def merge_window(
-    records: Iterable[Any],
-    func: Callable[[Any, Any], Any],
-    inv_func: Callable[[Any, Any], Any] | None,
-) -> Iterator[tuple[Any, tuple[Any, int]]]:
-    """New window state from three sections: the previous state ``(key, (value, count))``,
-    the partials ``(key, value)`` of the intervals that enter the window, and those of the
-    intervals that leave it.
+class WindowPartition:
+    """One partition of a keyed window state with an inverse function, as one record.
 
-    ``count`` is how many intervals inside the window contributed to the key: a key whose
-    count drops to 0 has no contribution left and is removed, whatever its value (an inverse
-    function alone cannot tell "0 because nothing is left" from "0 because values cancel").
+    ``totals`` maps each key to ``[value, count]``: its value over the window and how many
+    intervals inside the window contributed to it (a key whose count drops to 0 has no
+    contribution left and is removed, whatever its value: an inverse function alone cannot
+    tell "0 because nothing is left" from "0 because values cancel"). ``ring`` holds, oldest
+    first, each interval's own partial values ``{key: value}`` for the intervals still in the
+    window, pickled once when they enter; they are unpickled once more, when they leave.
+    The partials thus travel with the state (no RDD per interval is kept for the window's
+    length), and caching or checkpointing the state copies the ring as bytes.
     """
-    state, enter, leave = sections(records, 3)
-    current: dict[Any, list[Any]] = {key: [value, count] for key, (value, count) in state}
-    for key, value in enter:
-        slot = current.get(key)
-        if slot is None:
-            current[key] = [value, 1]
-        else:
-            slot[0] = func(slot[0], value)
-            slot[1] += 1
-    if leave and inv_func is None:
-        raise ValueError("intervals leave the window but there is no inverse function")
-    for key, value in leave:
-        slot = current.get(key)
-        if slot is None:
+
+    __slots__ = ("last_ms", "ring", "totals")
+
+    def __init__(
+        self,
+        totals: dict[Any, list[Any]] | None = None,
+        ring: list[tuple[int, bytes]] | None = None,
+        last_ms: int | None = None,
+    ) -> None:
+        self.totals: dict[Any, list[Any]] = {} if totals is None else totals
+        self.ring: list[tuple[int, bytes]] = [] if ring is None else ring
+        self.last_ms = last_ms  # the newest interval folded in
+
+    def __reduce__(self) -> Any:
+        return (WindowPartition, (self.totals, self.ring, self.last_ms))
+
+    def add(self, time_ms: int, pairs: Iterable[tuple[Any, Any]], func: Callable[..., Any]) -> None:
+        """Fold in interval ``time_ms``'s records: reduced per key, then added to totals."""
+        if self.last_ms is not None and time_ms <= self.last_ms:
             raise ValueError(
-                f"window state has no value for key {key!r} whose contribution leaves the "
-                "window; the window state and its partials disagree"
+                f"interval {time_ms} ms folded after interval {self.last_ms} ms; a window "
+                "state takes its intervals in order"
             )
-        slot[0] = inv_func(slot[0], value)  # type: ignore[misc]
-        slot[1] -= 1
-    for key, (value, count) in current.items():
-        if count > 0:
-            yield key, (value, count)
+        self.last_ms = time_ms
+        partial = combine_locally(pairs, func)
+        if not partial:
+            return
+        totals = self.totals
+        for key, value in partial.items():
+            slot = totals.get(key)
+            if slot is None:
+                totals[key] = [value, 1]
+            else:
+                slot[0] = func(slot[0], value)
+                slot[1] += 1
+        self.ring.append((time_ms, pickle.dumps(partial, pickle.HIGHEST_PROTOCOL)))
+
+    def evict(self, keep_after_ms: int, inv_func: Callable[..., Any]) -> None:
+        """Subtract the intervals at or before ``keep_after_ms`` from totals."""
+        totals, ring = self.totals, self.ring
+        gone = 0
+        while gone < len(ring) and ring[gone][0] <= keep_after_ms:
+            for key, value in pickle.loads(ring[gone][1]).items():
+                slot = totals[key]
+                slot[1] -= 1
+                if slot[1]:
+                    slot[0] = inv_func(slot[0], value)
+                else:
+                    del totals[key]
+            gone += 1
+        del ring[:gone]
+
+
+def combine_locally(pairs: Iterable[tuple[Any, Any]], func: Callable[..., Any]) -> dict[Any, Any]:
+    """``{key: value}`` with the values of each key reduced by ``func`` in input order."""
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            out[key] = func(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def fold_window(
+    records: Iterable[Any],
+    func: Callable[..., Any],
+    inv_func: Callable[..., Any],
+    times_ms: list[int],
+    keep_after_ms: int,
+    saved: list[Any] | None = None,
+) -> Iterator[tuple[None, WindowPartition]]:
+    """New window state from ``1 + len(times_ms)`` sections: the previous state (nothing, or
+    one ``(None, WindowPartition)``), then the ``(key, value)`` records of each interval of
+    ``times_ms`` in order; the intervals at or before ``keep_after_ms`` are then subtracted.
+    ``saved``, if given, is the previous state instead (a checkpoint's records). Yields the
+    one record of the new state."""
+    parts = sections(records, 1 + len(times_ms))
+    previous = parts[0] if saved is None else saved
+    state = previous[0][1] if previous else WindowPartition()
+    for time_ms, pairs in zip(times_ms, parts[1:], strict=True):
+        state.add(time_ms, pairs, func)
+    state.evict(keep_after_ms, inv_func)
+    yield None, state
+
+
+def window_items(record: tuple[None, WindowPartition]) -> Iterator[tuple[Any, Any]]:
+    """The ``(key, value)`` pairs of a window state record."""
+    for key, (value, _count) in record[1].totals.items():
+        yield key, value
 
 
 def merge_update_state(

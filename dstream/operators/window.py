@@ -12,21 +12,21 @@ are narrow: Spark unions them partition by partition, no shuffle.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
 from dstream.operators.checkpointed import StateStream
-from dstream.operators.partitioned import co_partitioned_union, memory_only, sectioned_union
-from dstream.operators.state_logic import merge_window
-from dstream.time import Duration, Time
-from dstream.windowing import (
-    WindowSpec,
-    entering,
-    leaving,
-    window_difference,
-    window_times,
+from dstream.operators.partitioned import (
+    co_partitioned_union,
+    memory_only,
+    sectioned_union,
+    shuffled,
 )
+from dstream.operators.state_logic import combine_locally, fold_window
+from dstream.storage.checkpoint import partition_path, read_partition
+from dstream.time import Duration, Time
+from dstream.windowing import WindowSpec, entering, window_times
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -67,12 +67,24 @@ class WindowedDStream(DStream[Any]):
 
 
 class ReducedWindowedDStream(StateStream):
-    """Keyed window state ``(key, (value, intervals contributing))``, kept incrementally with
-    an inverse function. Keys whose contributions have all left the window are dropped."""
+    """Keyed window state with an inverse function: one
+    :class:`~dstream.operators.state_logic.WindowPartition` record per partition, holding each
+    key's value over the window and, for the intervals still in it, their own partial values.
+
+    Each interval, the parent's records are combined within each map task and shuffled into
+    the state's partitions; one Python pass per partition then reduces them, adds them to
+    the previous state, and subtracts (with the inverse function) the partials of the
+    intervals that left the window, taken from the state itself. The per-interval partials
+    are not separate cached RDDs: an interval costs one shuffle and one pass, and nothing of
+    the window's past is kept outside the state. Keys whose contributions have all left the
+    window are dropped.
+    """
+
+    _transient: ClassVar[tuple[str, ...]] = (*StateStream._transient, "_shuffled")
 
     def __init__(
         self,
-        partials: DStream[Any],
+        parent: DStream[Any],
         func: Callable[[Any, Any], Any],
         inv_func: Callable[[Any, Any], Any],
         spec: WindowSpec,
@@ -80,7 +92,7 @@ class ReducedWindowedDStream(StateStream):
         user_functions: Iterable[UserFunction],
     ) -> None:
         super().__init__(
-            [partials],
+            [parent],
             name="reduceByKeyAndWindow",
             num_partitions=num_partitions,
             user_functions=user_functions,
@@ -88,45 +100,80 @@ class ReducedWindowedDStream(StateStream):
         self.spec = spec
         self._func, self._inv = func, inv_func
 
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        # Each parent interval's shuffled records, kept while a rebuild may fold them again.
+        self._shuffled: dict[Time, RDD[Any]] = {}
+
     @property
     def slide_duration(self) -> Duration:
         return self.spec.slide
 
     def shape(self) -> dict[str, Any]:
-        return {**super().shape(), "window_ms": self.spec.window.ms}
+        return {**super().shape(), "window_ms": self.spec.window.ms, "format": "ring"}
 
     def parent_remember_duration(self) -> Duration | None:
-        # Leaving partials go back to t - window - slide + parent slide; a rebuild reaches
-        # back to its checkpoint's window.
+        # A rebuild folds the parent's intervals since its checkpoint (which lags by up to
+        # replay_span), or the whole window if there is no checkpoint yet.
         own = self.remember_duration or self.spec.slide
-        return own + self.spec.window + self.spec.slide + self.replay_span()
+        return own + max(self.spec.window, self.replay_span()) + self.spec.slide
 
-    def _merge(self, state: list[RDD[Any]], enter: list[Time], leave: list[Time]) -> RDD[Any]:
-        partials = self._parents[0]
-        groups = [
-            state,
-            [r for r in (partials.get_or_compute(u) for u in enter) if r is not None],
-            [r for r in (partials.get_or_compute(u) for u in leave) if r is not None],
-        ]
-        func, inv = self._func, self._inv
+    def _interval(self, time: Time) -> RDD[Any] | None:
+        """The parent's records of ``time``, combined within each map task and shuffled into
+        this state's partitions: the raw shuffle output, read by the fold's own pass."""
+        rdd = self._shuffled.get(time)
+        if rdd is None:
+            parent = self._parents[0].get_or_compute(time)
+            if parent is None:
+                return None
+            func = self._func
+            combined = parent.mapPartitions(
+                lambda it: iter(combine_locally(it, func).items()), preservesPartitioning=True
+            )
+            rdd = self._shuffled[time] = shuffled(combined, self.num_partitions)
+        return rdd
+
+    def _fold(
+        self, time: Time, state: RDD[Any] | None, times: list[Time], base_ms: int | None = None
+    ) -> RDD[Any]:
+        """State of ``time``: ``state`` (or, with ``base_ms``, the checkpoint of that interval,
+        read by the fold's own pass; or nothing) with the parent's ``times`` folded in."""
+        groups = [[] if state is None else [state]]
+        for u in times:
+            rdd = self._interval(u)
+            groups.append([] if rdd is None else [rdd])
         union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
-        return union.mapPartitions(lambda it: merge_window(it, func, inv), True)
+        func, inv = self._func, self._inv
+        times_ms, keep_after_ms = [u.ms for u in times], (time - self.spec.window).ms
+        if base_ms is None:
+            return union.mapPartitions(
+                lambda it: fold_window(it, func, inv, times_ms, keep_after_ms), True
+            )
+        directory, files = self.checkpoint_directory(base_ms), self.files
+
+        def from_checkpoint(i: int, it: Iterable[Any]) -> Iterable[Any]:
+            saved = read_partition(files, partition_path(directory, i))
+            return fold_window(it, func, inv, times_ms, keep_after_ms, saved)
+
+        return union.mapPartitionsWithIndex(from_checkpoint, True)
 
     def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         assert self.zero_time is not None
-        zero, spec = self.zero_time, self.spec
-        return self._merge([previous], entering(time, spec, zero), leaving(time, spec, zero))
+        return self._fold(time, previous, entering(time, self.spec, self.zero_time))
 
     def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         assert self.zero_time is not None
-        zero, spec = self.zero_time, self.spec
-        if base_ms is None:
-            state, enter, leave = [], window_times(time, spec, zero), []
-        else:
-            base = Time(base_ms)
-            state = [self.read_checkpoint(base_ms)]
-            enter = window_difference(time, base, spec, zero)
-            leave = window_difference(base, time, spec, zero)
-        if not self.available(self._parents[0], enter + leave, time):
+        times = window_times(time, self.spec, self.zero_time)
+        if base_ms is not None:
+            times = [u for u in times if u.ms > base_ms]
+        if not self.available(self._parents[0], times, time):
             return None
-        return self._merge(state, enter, leave)
+        return self._fold(time, None, times, base_ms)
+
+    def clear_metadata(self, time: Time) -> None:
+        super().clear_metadata(time)
+        keep = self.parent_remember_duration()
+        assert keep is not None
+        with self._lock:
+            for t in [t for t in self._shuffled if t <= time - keep]:
+                del self._shuffled[t]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.functions import guard
 from dstream.operators.keyed import KeyedOps
+from dstream.operators.state_logic import window_items
 from dstream.windowing import window_spec
 
 if TYPE_CHECKING:
@@ -56,10 +57,10 @@ class WindowOps(KeyedOps[T]):
         uf = self._user(name, func)
         g = guard(uf.fn, uf.label)
         ufs = [uf]
-        partials = self._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n), [uf])
-        partials.storage_level = memory_only()
         result: DStream[Any]
         if invFunc is None:
+            partials = self._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n), [uf])
+            partials.storage_level = memory_only()
             result = WindowedDStream(partials, spec, name=name)._rdd_op(
                 name, lambda rdd: rdd.reduceByKey(g, n)
             )
@@ -67,9 +68,16 @@ class WindowOps(KeyedOps[T]):
             inv_uf = self._user(name, invFunc, "invFunc")
             ufs.append(inv_uf)
             state = ReducedWindowedDStream(
-                partials, g, guard(inv_uf.fn, inv_uf.label), spec, n, ufs
+                self,  # type: ignore[arg-type]
+                g,
+                guard(inv_uf.fn, inv_uf.label),
+                spec,
+                n,
+                ufs,
             )
-            result = state._rdd_op(name, lambda rdd: rdd.mapValues(operator.itemgetter(0)))
+            result = state._rdd_op(
+                name, lambda rdd: rdd.flatMap(window_items, preservesPartitioning=True)
+            )
             result.checkpoint_target = state
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")

@@ -27,6 +27,7 @@ def bookkeeping(h: Harness) -> dict[str, int]:
     return {
         "remembered_rdds": sum(len(s.generated) for s in graph.streams),
         "built_on": sum(len(s._built_on) for s in states),
+        "shuffles_kept": sum(len(getattr(s, "_shuffled", ())) for s in states),
         "file_records": sum(len(getattr(s, "batch_files", ())) for s in graph.inputs),
         "pending_batches": len(h.ssc.scheduler.pending()),
     }
@@ -63,7 +64,14 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
     finally:
         tracemalloc.stop()
     first, mid, last = samples[30], samples[60], samples[90]
-    for key in ("window_depth", "track_depth", "remembered_rdds", "built_on", "file_records"):
+    for key in (
+        "window_depth",
+        "track_depth",
+        "remembered_rdds",
+        "built_on",
+        "shuffles_kept",
+        "file_records",
+    ):
         assert mid[key] == last[key], (key, samples)
     assert last["pending_batches"] == 0
     assert last["checkpoint_dirs"] <= first["checkpoint_dirs"] + 2, samples

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from dstream.operators.state_logic import SectionMark, merge_update_state, merge_window, sections
+from dstream.operators.state_logic import (
+    SectionMark,
+    WindowPartition,
+    combine_locally,
+    fold_window,
+    merge_update_state,
+    sections,
+    window_items,
+)
 
 MARK = (0, SectionMark())
 
@@ -17,24 +25,55 @@ def test_sections_split_on_marks() -> None:
     assert sections(records, 3) == [[("a", 1)], [("b", 2), ("c", 3)], []]
 
 
-def test_window_state_adds_entering_subtracts_leaving_and_counts_contributions() -> None:
-    state = [("a", (5, 2)), ("b", (1, 1)), ("c", (0, 1))]
-    enter = [("a", 1), ("d", 4)]
-    leave = [("b", 1), ("c", 0)]
-    out = dict(merge_window([*state, MARK, *enter, MARK, *leave], operator.add, operator.sub))
-    # b and c have no contribution left: dropped although c's value was already 0.
-    assert out == {"a": (6, 3), "d": (4, 1)}
+def fold(state: Any, times: list[int], *pairs_of_times: list[Any], keep_after: int) -> Any:
+    """One fold over a sectioned partition: the state section, then one per time."""
+    records: list[Any] = [] if state is None else [(None, state)]
+    for pairs in pairs_of_times:
+        records += [MARK, *pairs]
+    (out,) = fold_window(records, operator.add, operator.sub, times, keep_after)
+    assert out[0] is None and isinstance(out[1], WindowPartition)
+    return out[1]
 
 
-def test_window_state_without_previous_state_reduces_the_whole_window() -> None:
-    enter = [("a", 1), ("a", 2), ("b", 3)]
-    out = dict(merge_window([MARK, *enter, MARK], operator.add, None))
-    assert out == {"a": (3, 2), "b": (3, 1)}
+def test_a_fold_reduces_each_interval_and_counts_the_intervals_a_key_is_in() -> None:
+    state = fold(None, [1, 2], [("a", 1), ("a", 2), ("b", 3)], [("a", 4)], keep_after=0)
+    assert state.totals == {"a": [7, 2], "b": [3, 1]}
+    assert [t for t, _ in state.ring] == [1, 2]
+    assert dict(window_items((None, state))) == {"a": 7, "b": 3}
 
 
-def test_a_leaving_key_without_state_is_an_error() -> None:
-    with pytest.raises(ValueError, match="no value for key 'x' whose contribution leaves"):
-        list(merge_window([MARK, MARK, ("x", 1)], operator.add, operator.sub))
+def test_intervals_leave_once_they_are_not_after_keep_after() -> None:
+    state = fold(None, [1, 2, 3], [("a", 1), ("c", 0)], [("a", 2), ("b", 5)], [], keep_after=0)
+    assert [t for t, _ in state.ring] == [1, 2]  # an interval without records takes no slot
+    state = fold(state, [4], [("b", 1)], keep_after=1)  # interval 1 leaves: a -1, c gone
+    assert state.totals == {"a": [2, 1], "b": [6, 2]}  # c dropped though its value was 0
+    state = fold(state, [5], [], keep_after=3)  # 2 and 3 leave
+    assert state.totals == {"b": [1, 1]} and [t for t, _ in state.ring] == [4]  # 5: empty
+
+
+def test_an_interval_folded_after_keep_after_leaves_at_once() -> None:
+    state = fold(None, [1, 2], [("a", 1)], [("a", 10)], keep_after=1)
+    assert state.totals == {"a": [10, 1]} and [t for t, _ in state.ring] == [2]
+
+
+def test_a_state_survives_pickling_with_its_ring() -> None:
+    import pickle
+
+    state = fold(None, [1, 2], [("a", 1)], [("b", 2)], keep_after=0)
+    again = pickle.loads(pickle.dumps(state))
+    assert again.totals == state.totals and again.ring == state.ring
+    later = fold(again, [3], [], keep_after=2)
+    assert later.totals == {} and later.ring == [] and later.last_ms == 3
+
+
+def test_an_interval_out_of_order_is_an_error() -> None:
+    state = fold(None, [5], [("a", 1)], keep_after=0)
+    with pytest.raises(ValueError, match="interval 4 ms folded after interval 5 ms"):
+        fold(state, [4], [("a", 1)], keep_after=0)
+
+
+def test_combine_locally_reduces_within_a_partition() -> None:
+    assert dict(combine_locally([("a", 1), ("b", 2), ("a", 3)], operator.add)) == {"a": 4, "b": 2}
 
 
 def test_update_state_gets_values_in_input_order_and_can_drop_keys() -> None:
@@ -50,3 +89,10 @@ def test_update_state_gets_values_in_input_order_and_can_drop_keys() -> None:
         ("gone", ((0, 2), "!")),
     ]
     assert dict(merge_update_state([*state, MARK, *new], update)) == {"k": "xabc", "idle": "z"}
+
+
+def test_a_fold_can_start_from_a_saved_state_instead_of_its_first_section() -> None:
+    saved = fold(None, [1], [("a", 1)], keep_after=0)
+    records = [MARK, ("a", 2)]  # no state section: the state comes from the checkpoint
+    ((_, state),) = fold_window(records, operator.add, operator.sub, [2], 0, [(None, saved)])
+    assert state.totals == {"a": [3, 2]}
