@@ -67,6 +67,30 @@ class OutputOperationInfo:
 
 
 @dataclass(frozen=True)
+class StreamInputInfo:
+    """What one input stream read for one batch (as Spark's ``StreamInputInfo``): its record
+    count and metadata; a file stream's metadata has ``files`` (the paths it read) and
+    ``Description`` (those paths, one per line)."""
+
+    input_stream_id: int
+    num_records: int
+    metadata_: dict[str, Any] = field(default_factory=dict)
+
+    def inputStreamId(self) -> int:
+        return self.input_stream_id
+
+    def numRecords(self) -> int:
+        return self.num_records
+
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.metadata_)
+
+    def metadataDescription(self) -> str | None:
+        description = self.metadata_.get("Description")
+        return None if description is None else str(description)
+
+
+@dataclass(frozen=True)
 class BatchInfo:
     batch_time: Time
     submission_ms: int
@@ -74,6 +98,7 @@ class BatchInfo:
     processing_end_ms: int | None = None
     input_records: dict[int, int] = field(default_factory=dict)
     output_operations: tuple[OutputOperationInfo, ...] = ()
+    input_metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def num_records(self) -> int:
@@ -126,8 +151,11 @@ class BatchInfo:
     def numRecords(self) -> int:
         return self.num_records
 
-    def streamIdToInputInfo(self) -> dict[int, int]:
-        return dict(self.input_records)
+    def streamIdToInputInfo(self) -> dict[int, StreamInputInfo]:
+        return {
+            sid: StreamInputInfo(sid, n, self.input_metadata.get(sid, {}))
+            for sid, n in self.input_records.items()
+        }
 
     def outputOperationInfos(self) -> dict[int, OutputOperationInfo]:
         return {op.index: op for op in self.output_operations}

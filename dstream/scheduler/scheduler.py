@@ -365,11 +365,13 @@ class JobScheduler:
         began = _time.perf_counter()
         now = self._clock.now().ms if at_ms is None else at_ms
         records = {s.id: s.take_record_count(batch.time) for s in self._graph.inputs}
+        metadata = {s.id: m for s in self._graph.inputs if (m := s.input_metadata(batch.time))}
         batch.info = replace(
             batch.info,
             processing_start_ms=batch.info.processing_start_ms or now,
             processing_end_ms=now,
             input_records=records,
+            input_metadata=metadata,
             output_operations=tuple(batch.outputs[i] for i in sorted(batch.outputs)),
         )
         for job in batch.jobs:

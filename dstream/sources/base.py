@@ -134,6 +134,11 @@ class InputDStream(DStream[Any]):
         """A source that knows how many records an interval has says so here."""
         self._known_counts[time] = count
 
+    def input_metadata(self, time: Time) -> dict[str, Any]:
+        """What the batch's ``StreamInputInfo`` says about this stream's input of ``time``
+        besides its count (a file stream: the files it read)."""
+        return {}
+
     def take_record_count(self, time: Time) -> int:
         """Records read for ``time`` (called once, when the batch completes)."""
         known = self._known_counts.pop(time, None)

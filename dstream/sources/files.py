@@ -157,6 +157,10 @@ class FileInputDStream(InputDStream):
             return self._ssc.sparkContext.emptyRDD()
         return self._reader(self._ssc, paths)
 
+    def input_metadata(self, time: Time) -> dict[str, Any]:
+        files = list(self.batch_files.get(time, ()))
+        return {"files": files, "Description": "\n".join(files)}
+
     def journal_state(self) -> dict[str, Any] | None:
         return {
             "directory": self.directory,

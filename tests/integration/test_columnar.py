@@ -113,9 +113,7 @@ def test_windowed_word_counts_with_the_inverse_equal_the_per_record_program(
     assert len(expected[3]) > 100  # interval 4 still sees interval 2's words
 
 
-def test_count_by_value_and_window_equals_the_per_record_program(
-    sc: Any, tmp_path: Path
-) -> None:
+def test_count_by_value_and_window_equals_the_per_record_program(sc: Any, tmp_path: Path) -> None:
     expected, got = run_both(
         sc,
         tmp_path,

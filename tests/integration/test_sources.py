@@ -32,9 +32,17 @@ def put_file(directory: Path, name: str, lines: list[str], mtime_ms: int) -> Pat
 class Records(StreamingListener):
     def __init__(self) -> None:
         self.counts: list[int] = []
+        self.inputs: list[list[tuple[int, int, list[str], str | None]]] = []
 
     def onBatchCompleted(self, batchCompleted: Any) -> None:
-        self.counts.append(batchCompleted.batchInfo().numRecords())
+        info = batchCompleted.batchInfo()
+        self.counts.append(info.numRecords())
+        self.inputs.append(
+            [
+                (sid, i.numRecords(), i.metadata().get("files"), i.metadataDescription())
+                for sid, i in info.streamIdToInputInfo().items()
+            ]
+        )
 
 
 def collect(stream: Any) -> list[list[Any]]:
@@ -66,6 +74,12 @@ def test_text_file_stream_takes_each_new_file_once(harness: Any, tmp_path: Path)
     assert out == [["a1", "a2", "b1"], ["c1"], [], ["late"]]
     assert records.counts == [3, 1, 0, 1]
     source = h.ssc._graph.inputs[0]
+    a, b, c = (str(tmp_path / n) for n in ("a.txt", "b.txt", "c.txt"))
+    assert records.inputs[:3] == [  # as Spark's StreamInputInfo: count, files, description
+        [(source.id, 3, [a, b], f"{a}\n{b}")],
+        [(source.id, 1, [c], c)],
+        [(source.id, 0, [], "")],
+    ]
     assert [os.path.basename(p) for p in source.batch_files[Time(T0 + 1000)]] == ["a.txt", "b.txt"]
 
 
