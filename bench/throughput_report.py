@@ -42,7 +42,10 @@ Structured Streaming's `triggerExecution` duration, the computation (pyarrow).
 distribution (`dstream.sources.textgen`, seeded), one file per interval at the target rate,
 written under a hidden name and renamed into the watched directory at the middle of the
 interval (`bench/throughput_input.py`); the records come from a pool generated once, so the
-writer costs the systems no CPU beyond writing the bytes.
+writer costs the systems no CPU beyond writing the bytes (the kernel copies them with
+`sendfile`). The watched directory is on tmpfs (`/dev/shm`, `--work-root`), and each file is
+deleted 10 s after its rename (Grep) or 40 s (the 30 s windows): on the VM's disk, writeback
+throttled the writer above ~2.4M records/s and files landed in the wrong interval.
 
 **Workloads.** Grep: per interval, the number of records containing `{PATTERN}` (~2 %).
 WordCount: `{{word: count}}` over the last {WINDOW_S} s, sliding by one interval, kept with
@@ -54,9 +57,9 @@ the inverse function, collected to the driver. TopK: the 10 most frequent words 
 
 - `dstream`: the workloads on dstream's columnar fast path (README, "Columnar fast
   path"): `textBatchStream` → `contains(PATTERN)` → the arrays' lengths summed;
-  `textBatchStream` → `words().countByValue()` (counted per task in Arrow) →
-  `reduceByKeyAndWindow(add, sub, 30, interval, filterFunc=count > 0)` → `collect` /
-  `takeOrdered(10)`. Same results as the per-record program (`--check`).
+  `textBatchStream` → `words().countByValueAndWindow(30, interval)` (counted per task in
+  Arrow, then the window with the inverse: keys without a count left are dropped) →
+  `collect` / `takeOrdered(10)`. Same results as the per-record program (`--check`).
 - `dstream-records` and `pyspark-streaming`: the same per-record program, only the import
   differs (`textFileStream` → `filter` → `count`; `flatMap` → `map` →
   `reduceByKeyAndWindow(add, sub, 30, interval, filterFunc=count > 0)` → `collect` /
