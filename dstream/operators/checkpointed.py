@@ -23,7 +23,7 @@ asynchronous.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.core import DStreamCore
@@ -172,17 +172,10 @@ class StateStream(DStream[Any]):
         directory = self.checkpoint_directory(base_ms)
         marks = self._ssc.section_marks.get(self.num_partitions)
         files = self.files
-
-        def read(i: int, marks: Iterable[Any]) -> Iterator[Any]:
-            # Read the input to its end although it is only the partition's mark: a Python
-            # worker that leaves input unread is not reused (PySpark finds the rest of the
-            # input where it expects the end of the stream, and the worker exits), and the
-            # next task forks a fresh one that imports everything again.
-            for _ in marks:
-                pass
-            return iter(read_partition(files, partition_path(directory, i)))
-
-        return marks.mapPartitionsWithIndex(read, preservesPartitioning=True)
+        return marks.mapPartitionsWithIndex(
+            lambda i, _: iter(read_partition(files, partition_path(directory, i))),
+            preservesPartitioning=True,
+        )
 
     def on_batch_completed(self, time: Time) -> None:
         if self.zero_time is None or (time - self.zero_time).ms % self.checkpoint_every.ms:

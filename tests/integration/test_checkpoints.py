@@ -79,27 +79,3 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
     # object per record or per interval would show here).
     assert last["traced_kb"] - mid["traced_kb"] < 512, samples
     assert h.ssc.wait_for_batch(Time(90_000), 1)
-
-
-def test_rebuilding_from_checkpoints_keeps_the_python_workers(harness: Any, tmp_path: Any) -> None:
-    """A pass that leaves its input unread loses its Python worker (PySpark does not reuse
-    it); reading a checkpoint back must not, or every rebuild forks and warms up new ones."""
-    h: Harness = harness()
-    h.ssc.checkpoint(str(tmp_path))
-    pairs = h.ssc.rateStream(20, numPartitions=2, seed=3).map(lambda line: (line[:1], 1))
-    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 2).checkpoint(1)
-    pids: list[set[int]] = []
-
-    def worker_pid(records: Any) -> list[int]:
-        for _ in records:  # read to the end, or this pass itself would lose its worker
-            pass
-        return [os.getpid()]
-
-    totals.foreachRDD(lambda rdd: pids.append(set(rdd.mapPartitions(worker_pid).collect())))
-    h.ssc.start()
-    for _ in range(12):  # a checkpoint every interval, so a rebuild from one every interval
-        h.run_batches(1)
-        h.ssc.checkpointer.wait_idle(60)
-    workers = set().union(*pids[2:])
-    # With the unread input, each rebuild lost its two workers: ~20 distinct pids here.
-    assert len(workers) <= 6, workers
