@@ -135,6 +135,10 @@ class JobScheduler:
         self._last_job: tuple[Time, int] | None = None
         self._ran: tuple[Time, int] | None = None
         self._cancelled = False
+        # Set by stop() before the job pool shuts down; an interval the timer posted just
+        # before the stop is then not generated (instead of failing to submit its jobs).
+        self._stopping = False
+        self._generating = threading.Lock()
         self.stats = OverheadStats()
 
     # ---- control (any thread) -------------------------------------------------------------
@@ -159,6 +163,8 @@ class JobScheduler:
                 self._done.notify_all()
             for t in running:
                 self._sc.cancelJobGroup(self._group(t))
+        with self._generating:
+            self._stopping = True
         self._pool.shutdown(wait=True, cancel_futures=not graceful)
         self.post(Shutdown())
         if self._loop_thread is not None:
@@ -265,6 +271,11 @@ class JobScheduler:
         return self._halted
 
     def _generate(self, time: Time) -> None:
+        with self._generating:
+            if not self._stopping:
+                self._generate_now(time)
+
+    def _generate_now(self, time: Time) -> None:
         began = _time.perf_counter()
         jobs = self._graph.generate_jobs(time)
         info = BatchInfo(time, self._clock.now().ms)

@@ -190,3 +190,36 @@ def test_await_termination_waits_for_stop(harness: Any) -> None:
     stopper.join()
     with pytest.raises(ValueError, match="timeout -1 must be a number of seconds"):
         h.ssc.awaitTerminationOrTimeout(-1)
+
+
+def test_an_interval_posted_just_before_stop_is_dropped_not_an_error(harness: Any) -> None:
+    """The timer may post an interval just before stop(); generating it after the job pool
+    shut down used to halt the engine ("cannot schedule new futures after shutdown")."""
+    h: Harness = harness()
+    h.ssc.queueStream([[1], [2], [3]]).map(lambda x: x * 2).foreachRDD(lambda rdd: rdd.count())
+    h.ssc.start()
+    h.run_batches(1)
+    scheduler = h.ssc.scheduler
+    entered, release, pool_down = threading.Event(), threading.Event(), threading.Event()
+    generate, shutdown = scheduler._generate, scheduler._pool.shutdown
+
+    def held_generate(time: Any) -> None:
+        entered.set()
+        release.wait(60)
+        generate(time)
+
+    def noted_shutdown(*args: Any, **kwargs: Any) -> None:
+        shutdown(*args, **kwargs)
+        pool_down.set()
+
+    scheduler._generate = held_generate  # the loop holds the next interval, not yet generated
+    scheduler._pool.shutdown = noted_shutdown
+    h.clock.advance(1000)
+    assert entered.wait(60)
+    stopper = threading.Thread(target=lambda: h.ssc.stop(stopSparkContext=False))
+    stopper.start()
+    assert pool_down.wait(60)  # stop() has shut the job pool down; now the loop goes on
+    release.set()
+    stopper.join(60)
+    assert not stopper.is_alive()
+    assert scheduler.halted is None
