@@ -74,8 +74,8 @@ def default_work_root() -> str | None:
 def retention(workload: str) -> float:
     """How long a file stays in the watched directory after its rename: long enough that
     every system has read it (a system 10 s behind has long failed the latency bound), and
-    for the windowed workloads the window plus that margin (their per-interval partials are
-    cached, so input is only read again if a cached block were lost). Deleting them keeps a
+    for the windowed workloads the window plus that margin (their intervals' shuffle output
+    is kept for rebuilds, so input is only read again if that were lost). Deleting them keeps a
     probe's input in tmpfs bounded: 10 s at 8M records/s is 8 GB."""
     return 10.0 if workload == "grep" else systems.WINDOW_S + 10.0
 

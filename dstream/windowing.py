@@ -13,7 +13,7 @@ Example, p = 1 s, w = 3 s, slide s = 2 s, windows ending at t = 4 and t = 6::
     window(4) = [1, 4)      │ 2  │ 3  │ 4  │              covers 2, 3, 4
     window(6) = [3, 6)                │ 4  │ 5  │ 6  │    covers 4, 5, 6
                             └──leave──┘    └─enter──┘
-    leaving(6)  = window(4) - window(6) = 2, 3     (times t - w - s + p ... t - w)
+    leave at 6  = window(4) - window(6) = 2, 3     (times t - w - s + p ... t - w)
     entering(6) = window(6) - window(4) = 5, 6     (times t - s + p ... t)
 
 With an inverse function the window's value is ``value(t - s) + entering - leaving``
@@ -33,8 +33,6 @@ from dstream.time import Duration, Time, to_duration
 __all__ = [
     "WindowSpec",
     "entering",
-    "leaving",
-    "window_difference",
     "window_spec",
     "window_times",
 ]
@@ -82,22 +80,3 @@ def entering(end: Time, spec: WindowSpec, zero: Time) -> list[Time]:
     """Parent times in window(end) but not in window(end - slide)."""
     span = min(spec.slide, spec.window)
     return _times(end - span + spec.parent_slide, end, spec.parent_slide, zero)
-
-
-def leaving(end: Time, spec: WindowSpec, zero: Time) -> list[Time]:
-    """Parent times in window(end - slide) but not in window(end)."""
-    prev_end = end - spec.slide
-    span = min(spec.slide, spec.window)
-    return _times(
-        prev_end - spec.window + spec.parent_slide,
-        prev_end - spec.window + span,
-        spec.parent_slide,
-        zero,
-    )
-
-
-def window_difference(a_end: Time, b_end: Time, spec: WindowSpec, zero: Time) -> list[Time]:
-    """Parent times in the window ending at ``a_end`` but not in the one ending at ``b_end``
-    (a rebuild from a checkpoint at ``b_end`` adds these, and subtracts the converse)."""
-    other = set(window_times(b_end, spec, zero))
-    return [t for t in window_times(a_end, spec, zero) if t not in other]

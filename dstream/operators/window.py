@@ -4,9 +4,11 @@ incremental reductions over them (the paper's Sec. 3.3, Figure 4).
 Without an inverse function (Figure 4a) each interval is reduced once, into a persisted
 partial; a window combines the partials of the intervals it covers — raw records are never
 read again. With an inverse (Figure 4b) the window's value is the previous window's value,
-plus the partials that entered, minus those that left (see :mod:`dstream.windowing` for
-which ones). Partials and window states share one hash partitioner, so these combinations
-are narrow: Spark unions them partition by partition, no shuffle.
+plus the intervals that entered, minus those that left (see :mod:`dstream.windowing` for
+which ones); the state carries the partials of the intervals still in the window, so those
+that leave are subtracted from the state itself. Partials, shuffled intervals and window
+states share one hash partitioner, so these combinations are narrow: Spark unions them
+partition by partition, no shuffle.
 """
 
 from __future__ import annotations
