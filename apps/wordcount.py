@@ -19,7 +19,7 @@ from typing import Any
 from _cli import parser, run, source, spark
 
 from dstream import DStream, StreamingContext, Time
-from dstream.operators.columnar import BatchStream
+from dstream.api.columnar import BatchStream
 
 
 def windowed_counts(lines: DStream[str], window: object) -> DStream[tuple[str, int]]:

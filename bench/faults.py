@@ -7,7 +7,7 @@ JVMs killed with SIGKILL mid-interval). Reproduces, on this machine, the paper's
 * Figure 11: WordCount with checkpoint intervals of 2, 10 and 30 s;
 * Figure 12: WordCount recovering on 2 against 4 executors.
 
-Every run is a ``python -m dstream.testing.faults`` process on a ManualClock (intervals back
+Every run is a ``python -m testbed.faults`` process on a ManualClock (intervals back
 to back, so an interval's processing time is its own work, not waiting). The outputs of the
 faulty runs are checked against the run without failures before any time is reported.
 
@@ -28,7 +28,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def runs(workload: str, kills: list[str], **options: Any) -> list[dict[str, Any]]:
-    args = [sys.executable, "-m", "dstream.testing.faults", workload]
+    args = [sys.executable, "-m", "testbed.faults", workload]
     for key, value in options.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
     for kill in kills:

@@ -67,7 +67,7 @@ def main() -> int:
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "hdfs_journal.json"))
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from dstream.testing.hdfs import MiniHdfsCluster
+    from testbed.hdfs import MiniHdfsCluster
 
     with MiniHdfsCluster(datanodes=2, replication=2) as cluster:
         from pyspark import SparkContext

@@ -30,8 +30,8 @@ def main() -> int:
     from pyspark import SparkContext
 
     from dstream import Duration, ManualClock, StreamingContext, Time
-    from dstream.operators.checkpointed import StateStream
     from dstream.sparkconf import recommended_conf
+    from dstream.streams.state_base import StateStream
 
     sc = SparkContext(conf=recommended_conf("local[2]", "dstream-bench-longrun"))
     sc.setLogLevel("ERROR")

@@ -32,7 +32,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def one(master: str, workload: str, intervals: int, extra: list[str]) -> dict[str, Any]:
-    args = [sys.executable, "-m", "dstream.testing.faults", workload, "--master", master]
+    args = [sys.executable, "-m", "testbed.faults", workload, "--master", master]
     args += ["--intervals", str(intervals), "--kill", "0", *extra]
     proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
@@ -48,7 +48,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--cooldown", type=float, default=20.0, help="avoidance cooldown, s")
     args = p.parse_args()
-    from dstream.testing.standalone import StandaloneCluster
+    from testbed.standalone import StandaloneCluster
 
     RESULTS.mkdir(exist_ok=True)
     configs = {

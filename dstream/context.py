@@ -24,25 +24,25 @@ from dstream.clock import Clock, SystemClock
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import UserFunction, call_site, check_callable, check_picklable
 from dstream.functions import positional_arity as _arity
-from dstream.graph import DStreamGraph
 from dstream.listener import ListenerBus, StreamingListener, StreamingListenerStreamingStarted
-from dstream.operators.checkpointed import StateStream
-from dstream.recovery import resume_time
 from dstream.scheduler.checkpointer import Checkpointer
+from dstream.scheduler.recovery import resume_time
 from dstream.settings import StreamingSettings
 from dstream.storage.journal import CheckpointDirectoryError
+from dstream.streams.graph import DStreamGraph
+from dstream.streams.state_base import StateStream
 from dstream.time import Duration, Time, to_duration
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
+    from dstream.api.columnar import BatchStream
     from dstream.dstream import DStream
-    from dstream.operators.columnar import BatchStream
-    from dstream.operators.partitioned import SectionMarks
-    from dstream.recovery import JournalWriter
     from dstream.scheduler.monitor import ExecutorMonitor
+    from dstream.scheduler.recovery import JournalWriter
     from dstream.scheduler.scheduler import JobScheduler
     from dstream.storage.journal import MetadataJournal
+    from dstream.streams.copartitioned import SectionMarks
 
 __all__ = ["StreamingContext"]
 
@@ -155,8 +155,8 @@ class StreamingContext:
     def textBatchStream(self, directory: str) -> BatchStream:
         """The lines of ``textFileStream(directory)`` (the same files, the same lines), read
         by each task in its Python worker into Arrow string arrays: the columnar fast path.
-        See :class:`dstream.operators.columnar.BatchStream` for its operators."""
-        from dstream.operators.columnar import BatchStream
+        See :class:`dstream.api.columnar.BatchStream` for its operators."""
+        from dstream.api.columnar import BatchStream
         from dstream.sources.files import FileInputDStream, check_directory, text_batches_reader
         from dstream.storage.taskfs import task_files_for
 
@@ -229,7 +229,7 @@ class StreamingContext:
     # ---- combining streams -------------------------------------------------------------------
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
         """The records of all the given streams, interval by interval."""
-        from dstream.operators.transformed import UnionDStream
+        from dstream.streams.transformed import UnionDStream
 
         self._check_can_add("union")
         if not dstreams:
@@ -243,7 +243,7 @@ class StreamingContext:
     ) -> DStream[Any]:
         """A stream whose RDD is ``transformFunc(rdds)`` or ``transformFunc(time, rdds)`` over
         the RDDs of ``dstreams`` of each interval (runs on the driver)."""
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         self._check_can_add("transform")
         if not dstreams:
@@ -394,7 +394,7 @@ class StreamingContext:
                 )
 
     def _open_journal(self) -> None:
-        from dstream.recovery import JournalWriter
+        from dstream.scheduler.recovery import JournalWriter
         from dstream.storage.filesystem import filesystem_for
         from dstream.storage.journal import MetadataJournal
 
@@ -484,7 +484,7 @@ class StreamingContext:
         """
         from pyspark import SparkConf, SparkContext
 
-        from dstream.recovery import read_record, restore_into
+        from dstream.scheduler.recovery import read_record, restore_into
         from dstream.storage.filesystem import filesystem_for
         from dstream.storage.journal import MetadataJournal
 
@@ -566,7 +566,7 @@ class StreamingContext:
     def section_marks(self) -> SectionMarks:
         """Cached one-mark-per-partition RDDs for sectioned unions of keyed state."""
         if self._section_marks is None:
-            from dstream.operators.partitioned import SectionMarks
+            from dstream.streams.copartitioned import SectionMarks
 
             self._section_marks = SectionMarks(self._sc)
         return self._section_marks

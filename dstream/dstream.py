@@ -1,16 +1,16 @@
 """The DStream class users hold. Its methods come family by family, one module each:
 
-* :mod:`dstream.core` — the mechanism (per-time RDDs, remember, persist, slice),
-* :mod:`dstream.operators.stateless` — map, filter, reduce, count, transform, union, ...
-* :mod:`dstream.operators.keyed` — reduceByKey, groupByKey, joins, cogroup, ...
-* :mod:`dstream.outputs` — foreachRDD, pprint, saveAsTextFiles.
+* :mod:`dstream.streams.base` — the mechanism (per-time RDDs, remember, persist, slice),
+* :mod:`dstream.api.stateless` — map, filter, reduce, count, transform, union, ...
+* :mod:`dstream.api.keyed` — reduceByKey, groupByKey, joins, cogroup, ...
+* :mod:`dstream.api.outputs` — foreachRDD, pprint, saveAsTextFiles.
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from dstream.outputs import OutputOps
+from dstream.api.outputs import OutputOps
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-    from dstream.operators.checkpointed import StateStream
+    from dstream.streams.state_base import StateStream
 
 __all__ = ["Checkpointer"]
 

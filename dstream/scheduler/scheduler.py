@@ -61,9 +61,9 @@ if TYPE_CHECKING:
 
     from dstream.clock import Clock
     from dstream.errors import StreamingJobError
-    from dstream.graph import DStreamGraph
-    from dstream.operators.output import Job
     from dstream.settings import StreamingSettings
+    from dstream.streams.graph import DStreamGraph
+    from dstream.streams.output import Job
 
 __all__ = ["BatchHook", "JobScheduler", "OverheadStats"]
 

@@ -6,13 +6,12 @@ a bounded buffer; :class:`TaskEventFeed` drains thousands of them per Py4J call 
 kind, escaping, ``\\N`` for a missing value) is documented in the Javadoc of ``EventRecorder``
 and mirrored by :data:`_FIELD_COUNTS`.
 
-Nothing here imports pyspark or py4j at module import time; :func:`parse_events` and
-:func:`executor_pids` are pure and need no Spark at all.
+Nothing here imports pyspark or py4j at module import time; :func:`parse_events` is pure
+and needs no Spark at all.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,6 @@ __all__ = [
     "TaskEnd",
     "TaskEventFeed",
     "TaskStart",
-    "executor_pids",
     "parse_events",
 ]
 
@@ -468,41 +466,3 @@ class TaskEventFeed:
     def pending(self) -> int:
         """Events waiting in the JVM buffer."""
         return int(self._recorder.pending())
-
-
-# -------------------------------------------------------------------------- executor processes
-
-_EXECUTOR_MAIN: Final = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
-
-
-def executor_pids(app_id: str, proc: Path = Path("/proc")) -> dict[str, int]:
-    """Maps executor id to the OS pid of its JVM, for executors of ``app_id`` on this host.
-
-    Linux only. Executor JVMs (``local-cluster`` or standalone workers on this machine) run
-    ``CoarseGrainedExecutorBackend --executor-id <id> ... --app-id <app>``; their command lines
-    are read from ``/proc/<pid>/cmdline``. Use ``sc.applicationId`` for ``app_id``. Processes
-    that vanish while scanning are skipped.
-    """
-    found: dict[str, int] = {}
-    try:
-        entries = os.listdir(proc)
-    except OSError:
-        return found
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            argv = (proc / name / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if _EXECUTOR_MAIN not in argv:
-            continue
-        args = argv[argv.index(_EXECUTOR_MAIN) + 1 :]
-        opts = {
-            args[i].decode(errors="replace"): args[i + 1].decode(errors="replace")
-            for i in range(len(args) - 1)
-            if args[i].startswith(b"--")
-        }
-        if opts.get("--app-id") == app_id and "--executor-id" in opts:
-            found[opts["--executor-id"]] = int(name)
-    return found

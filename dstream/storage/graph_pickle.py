@@ -55,7 +55,7 @@ class _GraphPickler(cloudpickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         from pyspark import RDD, SparkContext
 
-        from dstream.core import DStreamCore
+        from dstream.streams.base import DStreamCore
 
         if isinstance(obj, DStreamCore):
             return _new_stream, (type(obj),), obj.__getstate__()

@@ -1,7 +1,7 @@
 """Snapshots of keyed state: one SQLite file per state partition.
 
 ``track()`` keeps most of its state here and only its recent changes in RDDs (see
-:mod:`dstream.operators.track_logic`). A snapshot is immutable once written; a newer one is
+:mod:`dstream.tasks.track_state`). A snapshot is immutable once written; a newer one is
 made by copying the file (a plain file copy, at disk speed, with no Python per key) and
 applying the changes since, in one transaction. Reading needs no full load: a task looks up
 the keys that received events, and finds keys that timed out through an index on the time

@@ -4,7 +4,7 @@
 #   target/lib/*.jar its runtime dependencies (Hadoop 3.5.0 minicluster, client api and
 #                    runtime, reload4j)
 # Run it as:  java -cp 'target/classes:target/lib/*' io.dstream.minicluster.MiniHdfs
-# (dstream/testing/hdfs.py does). Idempotent: a no-op when target/ is newer than every input.
+# (testbed/hdfs.py does). Idempotent: a no-op when target/ is newer than every input.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -4,7 +4,7 @@ checkpoint) by the executors that remain, a replacement executor joins, and ever
 output equals that of a run without failures.
 
 Spark allows one SparkContext per process and the rest of the suite shares a ``local[2]``
-one, so each workload runs in its own process (``python -m dstream.testing.faults``): a run
+one, so each workload runs in its own process (``python -m testbed.faults``): a run
 without failures, one with one executor killed, one with two killed at once, on the same
 cluster.
 """
@@ -14,18 +14,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs from there
 
 pytestmark = pytest.mark.cluster
 
 
 def scenario(workload: str, intervals: int, kills: list[str]) -> list[dict[str, Any]]:
-    args = [sys.executable, "-m", "dstream.testing.faults", workload, "--intervals", str(intervals)]
+    args = [sys.executable, "-m", "testbed.faults", workload, "--intervals", str(intervals)]
     for kill in kills:
         args += ["--kill", kill]
-    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-5000:]
     runs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(runs) == len(kills), proc.stdout[-2000:]

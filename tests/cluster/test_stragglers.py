@@ -10,12 +10,15 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dstream.testing.faults import process_tree
-from dstream.testing.standalone import StandaloneCluster
+from testbed.processes import process_tree
+from testbed.standalone import StandaloneCluster
+
+REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs from there
 
 pytestmark = pytest.mark.cluster
 
@@ -27,9 +30,9 @@ def cluster() -> Iterator[StandaloneCluster]:
 
 
 def faults(cluster: StandaloneCluster, *extra: str) -> dict[str, Any]:
-    args = [sys.executable, "-m", "dstream.testing.faults", "grep", "--master"]
+    args = [sys.executable, "-m", "testbed.faults", "grep", "--master"]
     args += [cluster.master_url, "--intervals", "12", "--kill", "0", *extra]
-    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-5000:]
     (run,) = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return dict(run)

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from dstream.testing.hdfs import MiniHdfsCluster
+from testbed.hdfs import MiniHdfsCluster
 
 HERE = Path(__file__).parent
 

@@ -17,7 +17,7 @@ from dstream import ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
 from dstream.storage.filesystem import HadoopFileSystem, RenameError
 from dstream.storage.taskfs import WebHdfsTaskFiles, task_files_for
-from dstream.testing.hdfs import MiniHdfsCluster
+from testbed.hdfs import MiniHdfsCluster
 from tests.integration.test_recovery import T0, TEXTS, B, program, put, run
 from tests.integration.test_recovery import outputs as local_outputs
 from tests.recovery.harness import expected

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dstream.testing.hdfs import MiniHdfsCluster, MiniHdfsError
+from testbed.hdfs import MiniHdfsCluster, MiniHdfsError
 
 
 def unique(name: str) -> str:

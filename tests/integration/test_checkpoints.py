@@ -12,7 +12,7 @@ import tracemalloc
 from typing import Any
 
 from dstream import Time
-from dstream.operators.checkpointed import StateStream
+from dstream.streams.state_base import StateStream
 
 from .conftest import Harness
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dstream import Time
-from dstream.storage.output import COMMIT_MARKER
+from dstream.storage.commits import COMMIT_MARKER
 
 from .conftest import Harness
 

@@ -19,7 +19,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
-from dstream.recovery import read_record
+from dstream.scheduler.recovery import read_record
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dstream.storage.commits import COMMIT_MARKER, CommitLog, commit_interval, interval_path
 from dstream.storage.filesystem import LocalFileSystem, RenameError
-from dstream.storage.output import COMMIT_MARKER, CommitLog, commit_interval, interval_path
 
 
 def writer(content: str, calls: list[str]):  # type: ignore[no-untyped-def]

@@ -17,9 +17,9 @@ from dstream.scheduler.shim import (
     StageSubmitted,
     TaskEnd,
     TaskStart,
-    executor_pids,
     parse_events,
 )
+from testbed.processes import executor_pids
 
 
 def line(*fields: str) -> str:

@@ -102,7 +102,7 @@ def test_the_result_is_an_arrow_string_array() -> None:
 def test_words_are_str_split_words_on_ascii_and_unicode_batches() -> None:
     import pyarrow as pa
 
-    from dstream.operators.columnar import _words
+    from dstream.tasks.arrow_text import words_of as _words
 
     rng = random.Random(11)
     pieces = ["ab", "c", " ", "  ", "\t", "\x0b", "\x1c", "\x1f", "\u00a0", "\u3000", "\xe9", "\n"]
@@ -122,7 +122,7 @@ def test_words_are_str_split_words_on_ascii_and_unicode_batches() -> None:
 def test_contains_is_pythons_in_for_every_line(needle: str) -> None:
     import pyarrow as pa
 
-    from dstream.operators.columnar import _contains_mask
+    from dstream.tasks.arrow_text import contains_mask as _contains_mask
 
     rng = random.Random(3)
     pieces = ["a", "b", "k", "to", " ", "\u00e9", ""]
@@ -142,7 +142,7 @@ def test_contains_is_pythons_in_for_every_line(needle: str) -> None:
 def test_contains_when_most_lines_match_and_with_nulls() -> None:
     import pyarrow as pa
 
-    from dstream.operators.columnar import _contains_mask
+    from dstream.tasks.arrow_text import contains_mask as _contains_mask
 
     many = ["xa"] * 5000 + ["b"]
     assert _contains_mask(pa.array(many), "a").to_pylist() == [True] * 5000 + [False]
@@ -154,7 +154,7 @@ def test_word_counts_count_str_split_words() -> None:
 
     import pyarrow as pa
 
-    from dstream.operators.columnar import _word_counts
+    from dstream.tasks.arrow_text import word_counts as _word_counts
 
     rng = random.Random(5)
     pieces = ["ab", "c", " ", "  ", "\t", "\x1c", "\u3000", "\xe9", ""]

@@ -4,7 +4,7 @@ The state RDD of interval t and the RDDs it is built from share one partitioner,
 unions them partition by partition (a narrow dependency, no shuffle) and one pass here
 produces the new state partition. The inputs arrive as *sections*: the union's parents in
 order, separated by one :class:`SectionMark` record each (see
-:func:`dstream.operators.partitioned.sectioned_union`), so no input needs a Python pass of
+:func:`dstream.streams.copartitioned.sectioned_union`), so no input needs a Python pass of
 its own just to be tagged — each such pass costs a PySpark task tens of milliseconds.
 """
 

@@ -10,7 +10,7 @@ report distinct hosts.
     with StandaloneCluster(workers=3) as cluster:
         sc = SparkContext(conf=recommended_conf(cluster.master_url, "app"))
 
-``python -m dstream.testing.standalone --workers 3`` runs one until SIGTERM/SIGINT.
+``python -m testbed.standalone --workers 3`` runs one until SIGTERM/SIGINT.
 This module must not import pyspark's context: tests start the cluster before Spark.
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from dstream.testing.jvm import java_executable
+from testbed.jvm import java_executable
 
 __all__ = ["StandaloneCluster", "StandaloneError"]
 

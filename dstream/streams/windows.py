@@ -4,7 +4,7 @@ incremental reductions over them (the paper's Sec. 3.3, Figure 4).
 Without an inverse function (Figure 4a) each interval is reduced once, into a persisted
 partial; a window combines the partials of the intervals it covers — raw records are never
 read again. With an inverse (Figure 4b) the window's value is the previous window's value,
-plus the intervals that entered, minus those that left (see :mod:`dstream.windowing` for
+plus the intervals that entered, minus those that left (see :mod:`dstream.streams.window_spec` for
 which ones); the state carries the partials of the intervals still in the window, so those
 that leave are subtracted from the state itself. Partials, shuffled intervals and window
 states share one hash partitioner, so these combinations are narrow: Spark unions them
@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
-from dstream.operators.checkpointed import StateStream
-from dstream.operators.partitioned import (
+from dstream.storage.checkpoint import partition_path, read_partition
+from dstream.streams.copartitioned import (
     co_partitioned_union,
     memory_only,
     sectioned_union,
     shuffled,
 )
-from dstream.operators.state_logic import combine_locally, fold_window
-from dstream.storage.checkpoint import partition_path, read_partition
+from dstream.streams.state_base import StateStream
+from dstream.streams.window_spec import WindowSpec, entering, window_times
+from dstream.tasks.state_merge import combine_locally, fold_window
 from dstream.time import Duration, Time
-from dstream.windowing import WindowSpec, entering, window_times
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -70,7 +70,7 @@ class WindowedDStream(DStream[Any]):
 
 class ReducedWindowedDStream(StateStream):
     """Keyed window state with an inverse function: one
-    :class:`~dstream.operators.state_logic.WindowPartition` record per partition, holding each
+    :class:`~dstream.tasks.state_merge.WindowPartition` record per partition, holding each
     key's value over the window and, for the intervals still in it, their own partial values.
 
     Each interval, the parent's records are combined within each map task and shuffled into

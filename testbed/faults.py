@@ -2,7 +2,7 @@
 executor JVMs), several runs of a streaming workload on a ManualClock, executor JVMs killed
 with SIGKILL in the middle of an interval. Prints one JSON object per run.
 
-    python -m dstream.testing.faults wordcount --intervals 45 --kill 0 --kill 1@25 --kill 2@25
+    python -m testbed.faults wordcount --intervals 45 --kill 0 --kill 1@25 --kill 2@25
 
 ``--kill N@I`` is a run in which N executor JVMs are killed 0.2 s after interval I started
 (``--kill 0``: no failure). Each run reports every interval's output, its processing time,
@@ -26,6 +26,8 @@ import tempfile
 import threading
 import time
 from typing import Any
+
+from testbed.processes import process_tree
 
 B = 1000  # ms per interval
 GREP_WORD = "the"
@@ -54,26 +56,6 @@ def grep(ssc: Any, args: argparse.Namespace) -> Any:
 WORKLOADS = {"wordcount": wordcount, "grep": grep}
 
 
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (an executor JVM, its Python daemon and workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    tree, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        tree.append(p)
-        todo.extend(children.get(p, []))
-    return tree
-
-
 class Slower(threading.Thread):
     """Slows one executor for real: SIGSTOP its process tree for ``duty`` of every
     ``period_s``, SIGCONT for the rest, until stopped (then it is left running)."""
@@ -85,7 +67,7 @@ class Slower(threading.Thread):
         self.executor: str | None = None
 
     def run(self) -> None:
-        from dstream.scheduler.shim import executor_pids
+        from testbed.processes import executor_pids
 
         pids = executor_pids(self.sc.applicationId)
         self.executor = sorted(pids, key=int)[self.index]
@@ -133,7 +115,7 @@ def executor_count(sc: Any) -> int:
 def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
     """Until n executors are registered with the driver (a cluster starts them lazily, and
     replaces killed ones within seconds)."""
-    from dstream.scheduler.shim import executor_pids
+    from testbed.processes import executor_pids
 
     deadline = time.monotonic() + timeout_s
     pause = threading.Event()
@@ -145,8 +127,9 @@ def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
 
 def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
-    from dstream.scheduler.shim import TaskEnd, TaskStart, executor_pids
+    from dstream.scheduler.shim import TaskEnd, TaskStart
     from dstream.settings import AvoidancePolicy, StreamingSettings
+    from testbed.processes import executor_pids
 
     how_many, at = kill
     clock = ManualClock(0)

@@ -9,7 +9,7 @@ on startup, then one answer per command written to its stdin. Its logging goes t
         hdfs.client().write("/x.txt", data=b"hello")
         sc.textFile(hdfs.uri + "/x.txt").collect()
 
-``python -m dstream.testing.hdfs`` runs one until SIGTERM/SIGINT.
+``python -m testbed.hdfs`` runs one until SIGTERM/SIGINT.
 
 This module must not import pyspark: tests start the cluster before Spark.
 """
@@ -35,9 +35,9 @@ from typing import IO, Any
 
 import hdfs as hdfs_pkg
 
-from dstream.testing.jvm import java_executable
+from testbed.jvm import java_executable
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 SHIM_DIR = REPO_ROOT / "jvm-shim" / "minicluster"
 MAIN_CLASS = "io.dstream.minicluster.MiniHdfs"
 BUILD_HINT = "build it with `make minicluster` or `bash jvm-shim/minicluster/build.sh`"
@@ -345,7 +345,7 @@ class MiniHdfsCluster:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m dstream.testing.hdfs",
+        prog="python -m testbed.hdfs",
         description="Run an HDFS mini cluster (NameNode + DataNodes + WebHDFS) until "
         "SIGTERM or Ctrl-C.",
     )

@@ -1,6 +1,6 @@
 """The window family of DStream methods: window, reduceByWindow, reduceByKeyAndWindow (with
 or without an inverse), countByWindow, countByValueAndWindow, groupByKeyAndWindow. The
-stream classes behind them are in :mod:`dstream.operators.window`."""
+stream classes behind them are in :mod:`dstream.streams.windows`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dstream.api.keyed import KeyedOps
 from dstream.functions import guard
-from dstream.operators.keyed import KeyedOps
-from dstream.operators.state_logic import window_items
-from dstream.windowing import window_spec
+from dstream.streams.window_spec import window_spec
+from dstream.tasks.state_merge import window_items
 
 if TYPE_CHECKING:
     from dstream.dstream import DStream
@@ -27,7 +27,7 @@ class WindowOps(KeyedOps[T]):
 
         Both must be multiples of this stream's slide; seconds, '30s' or Durations.
         """
-        from dstream.operators.window import WindowedDStream
+        from dstream.streams.windows import WindowedDStream
 
         spec = window_spec("window", windowDuration, slideDuration, self.slide_duration)
         return WindowedDStream(self, spec)  # type: ignore[arg-type]
@@ -48,8 +48,8 @@ class WindowOps(KeyedOps[T]):
         A key with no contribution left in the window is dropped by the engine. ``filterFunc``
         filters the output pairs.
         """
-        from dstream.operators.partitioned import memory_only
-        from dstream.operators.window import ReducedWindowedDStream, WindowedDStream
+        from dstream.streams.copartitioned import memory_only
+        from dstream.streams.windows import ReducedWindowedDStream, WindowedDStream
 
         name = "reduceByKeyAndWindow"
         spec = window_spec(name, windowDuration, slideDuration, self.slide_duration)

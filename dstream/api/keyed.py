@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.rdd import portable_hash
 
+from dstream.api.stateless import StatelessOps
 from dstream.functions import guard
-from dstream.operators.stateless import StatelessOps
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -89,7 +89,7 @@ class KeyedOps(StatelessOps[T]):
         numPartitions: int | None,
         fn: Callable[[RDD[Any], RDD[Any], int], RDD[Any]],
     ) -> DStream[Any]:
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         self._check_stream(other, name)
         n = self._num_partitions(numPartitions, name)

@@ -11,7 +11,6 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dstream.core import DStreamCore
 from dstream.functions import (
     UserFunction,
     call_site,
@@ -20,6 +19,7 @@ from dstream.functions import (
     guard_partitions,
     positional_arity,
 )
+from dstream.streams.base import DStreamCore
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class StatelessOps(DStreamCore[T]):
         user_functions: Iterable[UserFunction] = (),
     ) -> DStream[Any]:
         """A stream whose RDD of each interval is ``fn(parent RDD of that interval)``."""
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
             [self],  # type: ignore[list-item]
@@ -198,7 +198,7 @@ class StatelessOps(DStreamCore[T]):
             call = lambda _t, rdds: uf.fn(rdds[0])  # noqa: E731
         else:
             call = lambda t, rdds: uf.fn(t, rdds[0])  # noqa: E731
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
             [self],  # type: ignore[list-item]
@@ -227,7 +227,7 @@ class StatelessOps(DStreamCore[T]):
             call = lambda _t, rdds: uf.fn(rdds[0], rdds[1])  # noqa: E731
         else:
             call = lambda t, rdds: uf.fn(t, rdds[0], rdds[1])  # noqa: E731
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
             [self, other],  # type: ignore[list-item]
@@ -239,7 +239,7 @@ class StatelessOps(DStreamCore[T]):
 
     def union(self, other: DStream[Any]) -> DStream[Any]:
         """The records of both streams, interval by interval (same slide required)."""
-        from dstream.operators.transformed import UnionDStream
+        from dstream.streams.transformed import UnionDStream
 
         self._check_stream(other, "union")
         return UnionDStream([self, other])  # type: ignore[list-item]

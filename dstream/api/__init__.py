@@ -1,2 +1,2 @@
 """Operator families. Each family is one small module; most operators are compositions of
-the two primitives in :mod:`dstream.operators.transformed`."""
+the two primitives in :mod:`dstream.streams.transformed`."""

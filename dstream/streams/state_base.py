@@ -26,14 +26,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dstream.core import DStreamCore
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
-from dstream.operators.partitioned import memory_only
 from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
 from dstream.storage.checkpoint import write_partition as _write_partition
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
+from dstream.streams.base import DStreamCore
+from dstream.streams.copartitioned import memory_only
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:

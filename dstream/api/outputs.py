@@ -1,15 +1,15 @@
 """Output operations: ``foreachRDD``, ``pprint`` and ``saveAsTextFiles``. Each registers an
-:class:`~dstream.operators.output.OutputDStream` with the graph."""
+:class:`~dstream.streams.output.OutputDStream` with the graph."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dstream.api.state import StateOps
 from dstream.functions import positional_arity
-from dstream.operators.stateful import StateOps
+from dstream.storage.commits import CommitLog, commit_interval, interval_path
 from dstream.storage.filesystem import filesystem_for
-from dstream.storage.output import CommitLog, commit_interval, interval_path
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -122,6 +122,6 @@ class OutputOps(StateOps[T]):
 
 
 def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> Any:
-    from dstream.operators.output import OutputDStream
+    from dstream.streams.output import OutputDStream
 
     return OutputDStream(parent, fn, **kwargs)

@@ -1,20 +1,20 @@
 """The state family of DStream methods: ``updateStateByKey`` (PySpark's) and ``track`` (the
-paper's). The stream classes behind them are in :mod:`dstream.operators.state`."""
+paper's). The stream classes behind them are in :mod:`dstream.streams.keyed_state`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dstream.api.windows import WindowOps
 from dstream.functions import guard
-from dstream.operators.windowed import WindowOps
 from dstream.time import to_duration
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.dstream import DStream
-    from dstream.operators.state import TrackView
+    from dstream.streams.keyed_state import TrackView
 
 T = TypeVar("T")
 
@@ -33,8 +33,8 @@ class StateOps(WindowOps[T]):
         removes the key. Values reach ``updateFunc`` in input order."""
         from pyspark import RDD
 
-        from dstream.operators.partitioned import hash_partitioned
-        from dstream.operators.state import StateDStream, TaggedEvents
+        from dstream.streams.copartitioned import hash_partitioned
+        from dstream.streams.keyed_state import StateDStream, TaggedEvents
 
         name = "updateStateByKey"
         uf = self._user(name, updateFunc, "updateFunc")
@@ -71,8 +71,8 @@ class StateOps(WindowOps[T]):
         ... # doctest: +SKIP
         >>> counts = sessions.count()  # doctest: +SKIP
         """
-        from dstream.operators.state import TaggedEvents, TrackDStream, TrackView
-        from dstream.operators.track_logic import TrackFunctions
+        from dstream.streams.keyed_state import TaggedEvents, TrackDStream, TrackView
+        from dstream.tasks.track_state import TrackFunctions
 
         name = "track"
         init_uf = self._user(name, initialize, "initialize")

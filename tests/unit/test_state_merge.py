@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dstream.operators.state_logic import (
+from dstream.tasks.state_merge import (
     SectionMark,
     WindowPartition,
     combine_locally,

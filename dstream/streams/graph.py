@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
-    from dstream.core import DStreamCore
     from dstream.functions import UserFunction
-    from dstream.operators.output import Job, OutputDStream
     from dstream.sources.base import InputDStream
+    from dstream.streams.base import DStreamCore
+    from dstream.streams.output import Job, OutputDStream
 
 __all__ = ["DStreamGraph"]
 
@@ -79,7 +79,7 @@ class DStreamGraph:
         """The jobs of the interval ending at ``time``; an output whose RDD cannot even be
         built (a driver-side function raised) yields a job that raises that error, so the
         failure is reported with the interval like any other."""
-        from dstream.operators.output import Job
+        from dstream.streams.output import Job
 
         jobs = []
         with self.lock:

@@ -8,7 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dstream.operators.track_logic import (
+from dstream.storage.state_table import StateTable
+from dstream.tasks.track_state import (
     TrackDelta,
     TrackFunctions,
     changes,
@@ -17,7 +18,6 @@ from dstream.operators.track_logic import (
     fold,
     view,
 )
-from dstream.storage.state_table import StateTable
 
 SLIDE = 1000
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from dstream.operators.state_logic import SectionMark
+from dstream.tasks.state_merge import SectionMark
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -99,7 +99,7 @@ def sectioned_union(
 ) -> RDD[Any]:
     """The narrow union of ``groups`` of co-partitioned RDDs, each group followed by a
     section mark, so one pass over a partition can tell which group a record came from
-    (:func:`dstream.operators.state_logic.sections`)."""
+    (:func:`dstream.tasks.state_merge.sections`)."""
     mark = marks.get(num_partitions)
     ordered: list[RDD[Any]] = []
     for i, group in enumerate(groups):

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
+from dstream.streams.window_spec import WindowSpec, entering, window_spec, window_times
 from dstream.time import Duration, Time
-from dstream.windowing import WindowSpec, entering, window_spec, window_times
 
 ZERO = Time(0)
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
-from dstream.operators.checkpointed import StateStream
-from dstream.operators.partitioned import hash_partitioned, memory_only, sectioned_union
-from dstream.operators.state_logic import merge_update_state, sections
-from dstream.operators.track_logic import (
+from dstream.streams.copartitioned import hash_partitioned, memory_only, sectioned_union
+from dstream.streams.state_base import StateStream
+from dstream.tasks.state_merge import merge_update_state, sections
+from dstream.tasks.track_state import (
     TrackDelta,
     TrackFunctions,
     changes,
@@ -114,7 +114,7 @@ class StateDStream(StateStream):
 class TrackDStream(StateStream):
     """``track``'s state: one ``(partition, TrackDelta)`` record per partition per interval,
     over snapshot files that the asynchronous checkpoint (a compaction) renews (see
-    :mod:`dstream.operators.track_logic` for why)."""
+    :mod:`dstream.tasks.track_state` for why)."""
 
     def __init__(
         self,
@@ -184,7 +184,7 @@ class TrackView(DStream[Any]):
     def count(self) -> DStream[int]:
         """Live keys each interval, from the snapshots' recorded sizes and the deltas: costs
         what the changed keys cost, not what all keys cost."""
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
             [self.state],
@@ -197,7 +197,7 @@ class TrackView(DStream[Any]):
     def changes(self) -> DStream[tuple[Any, Any]]:
         """``(key, new state)`` of the keys that changed in each interval; ``(key, None)``
         for keys removed by ``update`` or by their timeout."""
-        from dstream.operators.transformed import TransformedDStream
+        from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
             [self.state],

@@ -27,7 +27,7 @@ from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from dstream.context import StreamingContext
-    from dstream.core import DStreamCore
+    from dstream.streams.base import DStreamCore
 
 __all__ = ["JournalWriter", "journal_names", "restore_into"]
 
