@@ -60,7 +60,7 @@ def main() -> int:
                 "interval": i,
                 "window_lineage": len(seen["window"].toDebugString().decode().splitlines()),
                 "track_lineage": len(seen["track"].toDebugString().decode().splitlines()),
-                "remembered_rdds": sum(len(s.generated) for s in graph.streams),
+                "remembered_rdds": sum(len(s._generated) for s in graph.streams),
                 "state_records": sum(len(s._built_on) for s in states),
                 "checkpoint_dirs": sum(
                     len([n for n in os.listdir(os.path.join(ckpt, d)) if n.isdigit()])

@@ -297,10 +297,10 @@ class StreamingContext:
             self._graph.validate()
             check_picklable(self._graph.user_functions())
             self._check_max_history()
-            if any(s.needs_storage for s in self._graph.streams):
+            if any(s._needs_storage for s in self._graph.streams):
                 root = self._storage_root()
                 for stream in self._graph.streams:
-                    stream.prepare_storage(root)
+                    stream._prepare_storage(root)
             now = self.clock.now()
             if self._restored_from is not None:
                 zero, first = resume_time(self._restored_from)
@@ -310,7 +310,7 @@ class StreamingContext:
             self._graph.start(zero)
             if self.checkpoint_directory is not None:
                 self._open_journal()
-            if any(s.is_state for s in self._graph.streams):
+            if any(s._is_state for s in self._graph.streams):
                 self._checkpointer = Checkpointer(
                     self._sc, self.job_group_prefix, self._checkpoint_written
                 )
@@ -386,10 +386,10 @@ class StreamingContext:
         if limit is None:
             return
         for stream in self._graph.streams:
-            if stream.is_state and limit <= stream.checkpoint_interval_or_default():
+            if stream._is_state and limit <= stream._checkpoint_interval_or_default():
                 raise ValueError(
                     f"settings.max_history {limit} must be longer than the checkpoint interval "
-                    f"{stream.checkpoint_interval_or_default()} of {stream.label}: state older "
+                    f"{stream._checkpoint_interval_or_default()} of {stream._label}: state older "
                     "than its last checkpoint must still be there to be recomputed"
                 )
 
@@ -440,14 +440,14 @@ class StreamingContext:
                 # Without its record the checkpoint cannot be relied on, and neither can any
                 # record after it: stop, loudly.
                 sched.halt(
-                    f"writing the metadata record for the checkpoint of {stream.label}", exc, time
+                    f"writing the metadata record for the checkpoint of {stream._label}", exc, time
                 )
 
     def _delete_unused_checkpoints(self) -> None:
         writer = self._journal_writer
         for stream in self._graph.streams:
             if isinstance(stream, StateStream):
-                keep = writer.protected_checkpoints(stream.id) if writer is not None else set()
+                keep = writer.protected_checkpoints(stream._id) if writer is not None else set()
                 stream.delete_unused_checkpoints(keep)
 
     @property

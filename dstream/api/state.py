@@ -78,7 +78,7 @@ class StateOps(WindowOps[T]):
         init_uf = self._user(name, initialize, "initialize")
         update_uf = self._user(name, update, "update")
         limit = to_duration(timeout, "track() timeout")
-        slide = self.slide_duration
+        slide = self._slide_duration
         if not limit.is_multiple_of(slide):
             suggestion = max(1, limit.ms // slide.ms) * slide.ms
             raise ValueError(
@@ -90,7 +90,7 @@ class StateOps(WindowOps[T]):
             guard(init_uf.fn, init_uf.label),
             guard(update_uf.fn, update_uf.label),
             limit.ms,
-            self.slide_duration.ms,
+            self._slide_duration.ms,
         )
         events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
         return TrackView(TrackDStream(events, fns, [init_uf, update_uf]))

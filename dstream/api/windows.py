@@ -29,7 +29,7 @@ class WindowOps(KeyedOps[T]):
         """
         from dstream.streams.windows import WindowedDStream
 
-        spec = window_spec("window", windowDuration, slideDuration, self.slide_duration)
+        spec = window_spec("window", windowDuration, slideDuration, self._slide_duration)
         return WindowedDStream(self, spec)  # type: ignore[arg-type]
 
     def reduceByKeyAndWindow(
@@ -52,7 +52,7 @@ class WindowOps(KeyedOps[T]):
         from dstream.streams.windows import ReducedWindowedDStream, WindowedDStream
 
         name = "reduceByKeyAndWindow"
-        spec = window_spec(name, windowDuration, slideDuration, self.slide_duration)
+        spec = window_spec(name, windowDuration, slideDuration, self._slide_duration)
         n = self._num_partitions(numPartitions, name)
         uf = self._user(name, func)
         g = guard(uf.fn, uf.label)
@@ -60,7 +60,7 @@ class WindowOps(KeyedOps[T]):
         result: DStream[Any]
         if invFunc is None:
             partials = self._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n), [uf])
-            partials.storage_level = memory_only()
+            partials._storage_level = memory_only()
             result = WindowedDStream(partials, spec, name=name)._rdd_op(
                 name, lambda rdd: rdd.reduceByKey(g, n)
             )
@@ -78,12 +78,12 @@ class WindowOps(KeyedOps[T]):
             result = state._rdd_op(
                 name, lambda rdd: rdd.flatMap(window_items, preservesPartitioning=True)
             )
-            result.checkpoint_target = state
+            result._checkpoint_target = state
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
             fg = guard(fuf.fn, fuf.label)
             filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
-            filtered.checkpoint_target = result.checkpoint_target
+            filtered._checkpoint_target = result._checkpoint_target
             result = filtered
         return result
 

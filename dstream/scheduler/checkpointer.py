@@ -51,9 +51,9 @@ class Checkpointer:
 
     def submit(self, stream: StateStream, time: Time, rdd: RDD[Any]) -> bool:
         with self._lock:
-            if stream.id in self._in_flight or self._thread is None:
+            if stream._id in self._in_flight or self._thread is None:
                 return False
-            self._in_flight.add(stream.id)
+            self._in_flight.add(stream._id)
         self._queue.put((stream, time, rdd))
         return True
 
@@ -86,12 +86,12 @@ class Checkpointer:
             stream, time, rdd = item
             began = _time.perf_counter()
             try:
-                self._current_group = f"{self._group_prefix}-checkpoint-{stream.id}-{time.ms}"
+                self._current_group = f"{self._group_prefix}-checkpoint-{stream._id}-{time.ms}"
                 self._sc.setJobGroup(
-                    self._current_group, f"dstream checkpoint of {stream.label} at {time.ms} ms"
+                    self._current_group, f"dstream checkpoint of {stream._label} at {time.ms} ms"
                 )
                 stream.checkpoint_now(time, rdd)
-                self.completed.append((stream.id, time, _time.perf_counter() - began))
+                self.completed.append((stream._id, time, _time.perf_counter() - began))
                 self._on_written(stream, time)
             except Exception:
                 if self._stopping:
@@ -103,5 +103,5 @@ class Checkpointer:
             finally:
                 self._current_group = None
                 with self._lock:
-                    self._in_flight.discard(stream.id)
+                    self._in_flight.discard(stream._id)
                     self._lock.notify_all()

@@ -40,9 +40,9 @@ def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
     seen: dict[str, int] = {}
     names = {}
     for stream in streams:
-        rank = seen.get(stream.name, 0)
-        seen[stream.name] = rank + 1
-        names[stream.id] = stream.stream_name or f"{stream.name}#{rank}"
+        rank = seen.get(stream._operator, 0)
+        seen[stream._operator] = rank + 1
+        names[stream._id] = stream._user_name or f"{stream._operator}#{rank}"
     return names
 
 
@@ -54,9 +54,9 @@ class JournalWriter:
         self._graph_bytes = dumps_graph(
             {
                 "streams": graph.streams,
-                "inputs": [s.id for s in graph.inputs],
-                "outputs": [s.id for s in graph.outputs],
-                "remember": graph.remember_duration,
+                "inputs": [s._id for s in graph.inputs],
+                "outputs": [s._id for s in graph.outputs],
+                "remember": graph._remember_duration,
             },
             ssc,
             ssc.sparkContext,
@@ -70,16 +70,16 @@ class JournalWriter:
         states = {}
         refs = {}
         for stream in graph.streams:
-            state = stream.journal_state()
+            state = stream._journal_state()
             if state is not None:
-                states[stream.id] = state
+                states[stream._id] = state
                 if state.get("checkpoint_ms") is not None:
-                    refs[stream.id] = state["checkpoint_ms"]
-        assert graph.zero_time is not None
+                    refs[stream._id] = state["checkpoint_ms"]
+        assert graph._zero_time is not None
         record = {
             "format": FORMAT_VERSION,
             "batch_ms": graph.batch_duration.ms,
-            "zero_ms": graph.zero_time.ms,
+            "zero_ms": graph._zero_time.ms,
             "generated_ms": None if generated is None else generated.ms,
             "completed_ms": None if completed is None else completed.ms,
             "pending": [t.ms for t in pending],
@@ -115,10 +115,10 @@ def restore_into(ssc: StreamingContext, record: dict[str, Any], rebuild_graph: b
         graph.streams = saved["streams"]
         graph.inputs = [graph.streams[i] for i in saved["inputs"]]
         graph.outputs = [graph.streams[i] for i in saved["outputs"]]
-        graph.remember_duration = saved["remember"]
+        graph._remember_duration = saved["remember"]
         for stream in graph.streams:
             stream._lock = graph.lock
-        by_old_id: dict[int, DStreamCore[Any]] = {s.id: s for s in graph.streams}
+        by_old_id: dict[int, DStreamCore[Any]] = {s._id: s for s in graph.streams}
     else:
         new_names = journal_names(graph.streams)
         wanted = {name: sid for sid, name in record["names"].items() if sid in record["streams"]}
@@ -136,7 +136,7 @@ def restore_into(ssc: StreamingContext, record: dict[str, Any], rebuild_graph: b
     for old_id, state in record["streams"].items():
         target = by_old_id.get(old_id)
         if target is not None:
-            target.restore_state(state)
+            target._restore_state(state)
     ssc._restored_from = record
     log.info(
         "restored from the metadata journal: completed up to %s ms, %d pending intervals",

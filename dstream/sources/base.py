@@ -74,7 +74,7 @@ class InputDStream(DStream[Any]):
         self._latest: Time | None = None
 
     @property
-    def slide_duration(self) -> Duration:
+    def _slide_duration(self) -> Duration:
         return self._graph_batch
 
     # ---- what a source implements ---------------------------------------------------------
@@ -92,17 +92,17 @@ class InputDStream(DStream[Any]):
         """Check the source is usable; called by ``ssc.start()``."""
 
     # ---- counting -------------------------------------------------------------------------
-    def can_compute(self, time: Time) -> bool:
-        if time in self.generated:
+    def _can_compute(self, time: Time) -> bool:
+        if time in self._generated:
             return True
-        if self.zero_time is None or not self.is_time_valid(time):
+        if self._zero_time is None or not self._is_time_valid(time):
             return False
         return self.durable or self._latest is None or time > self._latest
 
-    def compute(self, time: Time) -> RDD[Any] | None:
+    def _compute(self, time: Time) -> RDD[Any] | None:
         if not self.durable and self._latest is not None and time <= self._latest:
             raise RuntimeError(
-                f"{self.label} was asked again for interval {time}, which it no longer "
+                f"{self._label} was asked again for interval {time}, which it no longer "
                 "remembers, and it cannot produce past data again; make the windows or "
                 "remember() durations cover what the program reads, or use a durable source"
             )

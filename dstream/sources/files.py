@@ -124,14 +124,14 @@ class FileInputDStream(InputDStream):
     def validate(self) -> None:
         if not self._fs.is_dir(self.directory):
             raise ValueError(
-                f"{self.name}() directory {self.directory} does not exist or is not a "
+                f"{self._operator}() directory {self.directory} does not exist or is not a "
                 "directory; create it before starting the StreamingContext"
             )
 
     @property
     def _remember_window(self) -> Duration:
         # Whole batches, at least the configured file_remember.
-        batch = self.slide_duration
+        batch = self._slide_duration
         want = self._ssc.settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
@@ -139,12 +139,12 @@ class FileInputDStream(InputDStream):
         paths = self.batch_files.get(time)
         if paths is None and self._recorded_until is not None and time <= self._recorded_until:
             raise RuntimeError(
-                f"{self.label}: the files of interval {time} were not kept in the metadata "
+                f"{self._label}: the files of interval {time} were not kept in the metadata "
                 "journal, so it cannot be recomputed exactly; raise settings.file_remember"
             )
         if paths is None:
-            assert self.zero_time is not None  # set by initialize() before any interval
-            floor = self.zero_time if self._new_files_only else Time(-(2**62))
+            assert self._zero_time is not None  # set by initialize() before any interval
+            floor = self._zero_time if self._new_files_only else Time(-(2**62))
             ignore_before = max(floor, time - self._remember_window)
             listed = self._fs.list_files(self.directory)
             if self._filter is not None:
@@ -161,16 +161,16 @@ class FileInputDStream(InputDStream):
         files = list(self.batch_files.get(time, ()))
         return {"files": files, "Description": "\n".join(files)}
 
-    def journal_state(self) -> dict[str, Any] | None:
+    def _journal_state(self) -> dict[str, Any] | None:
         return {
             "directory": self.directory,
             "batch_files": {t.ms: list(paths) for t, paths in self.batch_files.items()},
         }
 
-    def restore_state(self, state: dict[str, Any]) -> None:
+    def _restore_state(self, state: dict[str, Any]) -> None:
         if state.get("directory") != self.directory:
             raise ValueError(
-                f"{self.label} watches {self.directory} but the checkpoint was taken watching "
+                f"{self._label} watches {self.directory} but the checkpoint was taken watching "
                 f"{state.get('directory')}; keep the directory, or start a new checkpoint"
             )
         self.batch_files = {Time(ms): list(p) for ms, p in state["batch_files"].items()}
@@ -178,8 +178,8 @@ class FileInputDStream(InputDStream):
         if self.batch_files:
             self._recorded_until = max(self.batch_files)
 
-    def clear_metadata(self, time: Time) -> None:
-        super().clear_metadata(time)
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
         # A file chosen for an interval older than the remember window can never be chosen
         # again (its mtime is below every later ignore_before), so forget it.
         horizon = time - self._remember_window

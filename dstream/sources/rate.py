@@ -59,7 +59,7 @@ class RateInputDStream(InputDStream):
         self.record_bytes = record_bytes
 
     def read(self, time: Time) -> RDD[str]:
-        total = records_in_interval(self.records_per_second, time.ms, self.slide_duration.ms)
+        total = records_in_interval(self.records_per_second, time.ms, self._slide_duration.ms)
         self.record_count(time, total)
         parts, seed, size, t = self.num_partitions, self.seed, self.record_bytes, time.ms
 

@@ -59,7 +59,7 @@ class SocketInputDStream(InputDStream):
     def start(self) -> None:
         self._stopping.clear()
         self._thread = threading.Thread(
-            target=self._receive_forever, name=f"dstream-receiver-{self.id}", daemon=True
+            target=self._receive_forever, name=f"dstream-receiver-{self._id}", daemon=True
         )
         self._thread.start()
 

@@ -52,28 +52,28 @@ class DStreamCore(Generic[T]):
                 )
         self._ssc: StreamingContext = ssc
         self._parents: tuple[DStreamCore[Any], ...] = tuple(parents)
-        self.name = name
-        self.site = call_site()
-        self.user_functions: tuple[UserFunction, ...] = tuple(user_functions)
-        self.zero_time: Time | None = None
-        self.remember_duration: Duration | None = None
-        self.storage_level: StorageLevel | None = None
-        self.checkpoint_interval: Duration | None = None
-        self.stream_name: str | None = None
+        self._operator = name
+        self._site = call_site()
+        self._user_functions: tuple[UserFunction, ...] = tuple(user_functions)
+        self._zero_time: Time | None = None
+        self._remember_duration: Duration | None = None
+        self._storage_level: StorageLevel | None = None
+        self._checkpoint_interval: Duration | None = None
+        self._user_name: str | None = None
         # For the stream a state operator returns: the state stream its checkpoint() sets.
-        self.checkpoint_target: DStreamCore[Any] | None = None
-        self.id = ssc._graph.register(self)
+        self._checkpoint_target: DStreamCore[Any] | None = None
+        self._id = ssc._graph.register(self)
         self._init_transient()
         # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
         self._lock: threading.RLock = ssc._graph.lock
 
     # Fields that live only in one driver process: not saved with the graph for recovery,
     # rebuilt by _init_transient() (subclasses add theirs).
-    _transient: ClassVar[tuple[str, ...]] = ("generated", "_lock")
+    _transient: ClassVar[tuple[str, ...]] = ("_generated", "_lock")
 
     def _init_transient(self) -> None:
         # RDD of each interval this stream has produced and still remembers.
-        self.generated: dict[Time, RDD[Any]] = {}
+        self._generated: dict[Time, RDD[Any]] = {}
         self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -87,11 +87,11 @@ class DStreamCore(Generic[T]):
         self._init_transient()
 
     # ---- what the metadata journal keeps of a stream, every interval --------------------------
-    def journal_state(self) -> dict[str, Any] | None:
+    def _journal_state(self) -> dict[str, Any] | None:
         """What a restarted driver needs of this stream beyond its definition (None: nothing)."""
         return None
 
-    def restore_state(self, state: dict[str, Any]) -> None:
+    def _restore_state(self, state: dict[str, Any]) -> None:
         """Take back what :meth:`journal_state` saved."""
 
     def setName(self, name: str) -> DStreamCore[T]:
@@ -99,36 +99,36 @@ class DStreamCore(Generic[T]):
         state (``StreamingContext.getOrCreate(..., rebuildGraph=True)``)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"setName() needs a non-empty string, got {name!r}")
-        self.stream_name = name
+        self._user_name = name
         return self
 
     # ---- what an operator declares -------------------------------------------------------
     @property
-    def dependencies(self) -> tuple[DStreamCore[Any], ...]:
+    def _dependencies(self) -> tuple[DStreamCore[Any], ...]:
         return self._parents
 
     @property
-    def slide_duration(self) -> Duration:
-        return self._parents[0].slide_duration
+    def _slide_duration(self) -> Duration:
+        return self._parents[0]._slide_duration
 
-    def compute(self, time: Time) -> RDD[T] | None:
+    def _compute(self, time: Time) -> RDD[T] | None:
         raise NotImplementedError(f"{type(self).__name__} must implement compute(time)")
 
-    def parent_remember_duration(self) -> Duration | None:
+    def _parent_remember_duration(self) -> Duration | None:
         """How long parents must remember their RDDs for this stream; windows need more."""
-        return self.remember_duration
+        return self._remember_duration
 
     # ---- what the base owns --------------------------------------------------------------
     @property
-    def label(self) -> str:
-        return f"{self.name} at {self.site}"
+    def _label(self) -> str:
+        return f"{self._operator} at {self._site}"
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} #{self.id} {self.label}>"
+        return f"<{type(self).__name__} #{self._id} {self._label}>"
 
     def __reduce__(self) -> Any:
         raise TypeError(
-            f"the stream {self.label} was captured by a function that runs on executors; "
+            f"the stream {self._label} was captured by a function that runs on executors; "
             "a DStream exists only on the driver — use its RDDs inside transform() or "
             "foreachRDD() instead"
         )
@@ -137,62 +137,62 @@ class DStreamCore(Generic[T]):
         """The StreamingContext this stream belongs to."""
         return self._ssc
 
-    def initialize(self, zero_time: Time) -> None:
+    def _initialize(self, zero_time: Time) -> None:
         """Called once at start, from the outputs down to the inputs."""
-        if self.zero_time is not None and self.zero_time != zero_time:
+        if self._zero_time is not None and self._zero_time != zero_time:
             raise ContextStateError(
-                f"{self.label} was initialized with zero time {self.zero_time} and now "
+                f"{self._label} was initialized with zero time {self._zero_time} and now "
                 f"{zero_time}; a stream cannot be shared by two running contexts"
             )
-        self.zero_time = zero_time
-        self._remember(self.slide_duration)
+        self._zero_time = zero_time
+        self._remember(self._slide_duration)
         for parent in self._parents:
-            parent.initialize(zero_time)
+            parent._initialize(zero_time)
 
     def _remember(self, duration: Duration | None) -> None:
         if duration is not None and (
-            self.remember_duration is None or duration > self.remember_duration
+            self._remember_duration is None or duration > self._remember_duration
         ):
-            self.remember_duration = duration
-        needed = self.parent_remember_duration()
+            self._remember_duration = duration
+        needed = self._parent_remember_duration()
         for parent in self._parents:
             parent._remember(needed)
 
-    def is_time_valid(self, time: Time) -> bool:
-        if self.zero_time is None:
+    def _is_time_valid(self, time: Time) -> bool:
+        if self._zero_time is None:
             raise ContextStateError(
-                f"{self.label} has not been started; call ssc.start() before asking for RDDs"
+                f"{self._label} has not been started; call ssc.start() before asking for RDDs"
             )
-        return time > self.zero_time and (time - self.zero_time).ms % self.slide_duration.ms == 0
+        return time > self._zero_time and (time - self._zero_time).ms % self._slide_duration.ms == 0
 
-    def get_or_compute(self, time: Time) -> RDD[T] | None:
+    def _get_or_compute(self, time: Time) -> RDD[T] | None:
         """The RDD of ``time``, computed once and then remembered."""
         with self._lock:
-            if time in self.generated:
-                return self.generated[time]
-            if not self.is_time_valid(time):
+            if time in self._generated:
+                return self._generated[time]
+            if not self._is_time_valid(time):
                 return None
-            rdd = self.compute(time)
+            rdd = self._compute(time)
             if rdd is not None:
-                if self.storage_level is not None:
-                    rdd.persist(self.storage_level)
-                self.generated[time] = rdd
+                if self._storage_level is not None:
+                    rdd.persist(self._storage_level)
+                self._generated[time] = rdd
             return rdd
 
-    def parent_times(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
+    def _parent_times(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
         """The parent RDDs (stream, time) that computing ``time`` reads; windows override."""
         return [(parent, time) for parent in self._parents]
 
-    def can_compute(self, time: Time) -> bool:
+    def _can_compute(self, time: Time) -> bool:
         """Whether the RDD of ``time`` is remembered or can be rebuilt without asking an input
         for an interval it no longer has."""
-        if time in self.generated:
+        if time in self._generated:
             return True
-        if self.zero_time is None or not self.is_time_valid(time):
+        if self._zero_time is None or not self._is_time_valid(time):
             return False
-        return all(p.can_compute(t) for p, t in self.parent_times(time))
+        return all(p._can_compute(t) for p, t in self._parent_times(time))
 
-    def clear_metadata(self, time: Time) -> None:
+    def _clear_metadata(self, time: Time) -> None:
         """Forget RDDs older than the remember duration; the graph calls it on every stream
         after each batch completes.
 
@@ -201,36 +201,36 @@ class DStreamCore(Generic[T]):
         user asked for with ``remember()``.
         """
         with self._lock:
-            keep = self.remember_duration or self.slide_duration
+            keep = self._remember_duration or self._slide_duration
             # The paper's maximum history: forget older RDDs whatever wants them longer.
             limit = self._ssc.settings.max_history
             if limit is not None and limit < keep:
-                keep = max(limit, self.slide_duration)
-            old = [t for t in self.generated if t <= time - keep]
+                keep = max(limit, self._slide_duration)
+            old = [t for t in self._generated if t <= time - keep]
             for t in old:
-                rdd = self.generated.pop(t)
-                if self.storage_level is not None:
+                rdd = self._generated.pop(t)
+                if self._storage_level is not None:
                     rdd.unpersist(blocking=False)
 
     # ---- hooks for stateful streams ---------------------------------------------------------
     # A state stream carries data from one interval to the next (windows with an inverse,
     # updateStateByKey, track); it is checkpointed by default.
-    is_state: bool = False
+    _is_state: bool = False
     # A stream that keeps files of its own (track()'s snapshots) needs a storage directory.
-    needs_storage: bool = False
+    _needs_storage: bool = False
 
-    def checkpoint_interval_or_default(self) -> Duration:
-        return self.checkpoint_interval or self.default_checkpoint_interval()
+    def _checkpoint_interval_or_default(self) -> Duration:
+        return self._checkpoint_interval or self._default_checkpoint_interval()
 
-    def default_checkpoint_interval(self) -> Duration:
+    def _default_checkpoint_interval(self) -> Duration:
         """The smallest multiple of the slide that is at least 10 s."""
-        slide = self.slide_duration.ms
+        slide = self._slide_duration.ms
         return Duration(max(1, -(-10_000 // slide)) * slide)
 
-    def prepare_storage(self, root: str) -> None:
+    def _prepare_storage(self, root: str) -> None:
         """Called at start with the directory this stream may keep files under."""
 
-    def on_batch_completed(self, time: Time) -> None:
+    def _on_batch_completed(self, time: Time) -> None:
         """Called by the scheduler after every job of batch ``time`` finished."""
 
     # ---- user-visible mechanism -----------------------------------------------------------
@@ -240,16 +240,16 @@ class DStreamCore(Generic[T]):
         On the stream a window or state operator returned, this sets the interval of the
         state behind it (its lineage is what checkpoints cut)."""
         self._ssc._check_can_add("checkpoint")
-        if self.checkpoint_target is not None:
-            self.checkpoint_target.checkpoint(interval)
+        if self._checkpoint_target is not None:
+            self._checkpoint_target.checkpoint(interval)
             return self
         duration = to_duration(interval, "checkpoint interval")
-        if not duration.is_multiple_of(self.slide_duration):
+        if not duration.is_multiple_of(self._slide_duration):
             raise ValueError(
-                f"checkpoint interval {duration} of {self.label} must be a multiple of its "
-                f"slide {self.slide_duration}"
+                f"checkpoint interval {duration} of {self._label} must be a multiple of its "
+                f"slide {self._slide_duration}"
             )
-        self.checkpoint_interval = duration
+        self._checkpoint_interval = duration
         return self
 
     def cache(self) -> DStreamCore[T]:
@@ -268,7 +268,7 @@ class DStreamCore(Generic[T]):
                 "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
             )
         self._ssc._check_can_add("persist")
-        self.storage_level = storageLevel
+        self._storage_level = storageLevel
         return self
 
     def remember(self, duration: object) -> DStreamCore[T]:
@@ -286,19 +286,19 @@ class DStreamCore(Generic[T]):
         b, e = to_time(begin, "slice begin"), to_time(end, "slice end")
         if e < b:
             raise ValueError(f"slice end {e} is before its begin {b}; give the earlier time first")
-        if self.zero_time is None:
+        if self._zero_time is None:
             raise ContextStateError(
-                f"slice() on {self.label} before ssc.start(): no interval exists yet"
+                f"slice() on {self._label} before ssc.start(): no interval exists yet"
             )
-        slide = self.slide_duration
-        first = b.floor(slide, self.zero_time)
+        slide = self._slide_duration
+        first = b.floor(slide, self._zero_time)
         if first < b:
             first = first + slide
         result = []
         t = first
         with self._lock:
             while t <= e:
-                if t in self.generated:
-                    result.append(self.generated[t])
+                if t in self._generated:
+                    result.append(self._generated[t])
                 t = t + slide
         return result

@@ -1,7 +1,7 @@
 """The DStream graph: every stream, the inputs and the outputs of one StreamingContext.
 
 The scheduler reaches the whole API through :meth:`DStreamGraph.generate_jobs` (one job per
-output operation per interval) and :meth:`DStreamGraph.clear_metadata` (after a batch is
+output operation per interval) and :meth:`DStreamGraph._clear_metadata` (after a batch is
 done). Nothing else in the scheduler knows what an operator is.
 """
 
@@ -30,8 +30,8 @@ class DStreamGraph:
         self.streams: list[DStreamCore[Any]] = []
         self.inputs: list[InputDStream] = []
         self.outputs: list[OutputDStream] = []
-        self.zero_time: Time | None = None
-        self.remember_duration: Duration | None = None
+        self._zero_time: Time | None = None
+        self._remember_duration: Duration | None = None
         # One lock for every stream's per-time RDD table (see DStreamCore._lock).
         self.lock = threading.RLock()
 
@@ -47,7 +47,7 @@ class DStreamGraph:
         return len(self.outputs) - 1
 
     def user_functions(self) -> list[UserFunction]:
-        return [uf for s in self.streams for uf in s.user_functions]
+        return [uf for s in self.streams for uf in s._user_functions]
 
     def validate(self) -> None:
         if not self.outputs:
@@ -56,24 +56,24 @@ class DStreamGraph:
                 "foreachRDD(), pprint() or saveAsTextFiles() on a stream before start()"
             )
         for stream in self.streams:
-            slide = stream.slide_duration
+            slide = stream._slide_duration
             if not slide.is_multiple_of(self.batch_duration):
                 raise ValueError(
-                    f"{stream.label} slides every {slide}, which is not a multiple of the "
+                    f"{stream._label} slides every {slide}, which is not a multiple of the "
                     f"batch interval {self.batch_duration}"
                 )
         for source in self.inputs:
             source.validate()
 
     def start(self, zero_time: Time) -> None:
-        self.zero_time = zero_time
+        self._zero_time = zero_time
         for out in self.outputs:
-            out.initialize(zero_time)
+            out._initialize(zero_time)
         for out in self.outputs:
-            out._remember(self.remember_duration)
+            out._remember(self._remember_duration)
 
     def remember(self, duration: Duration) -> None:
-        self.remember_duration = duration
+        self._remember_duration = duration
 
     def generate_jobs(self, time: Time) -> list[Job]:
         """The jobs of the interval ending at ``time``; an output whose RDD cannot even be
@@ -87,14 +87,14 @@ class DStreamGraph:
             # intervals still consumes both): inputs stay faithful to wall-clock intervals.
             for source in self.inputs:
                 try:
-                    source.get_or_compute(time)
+                    source._get_or_compute(time)
                 except Exception:
-                    log.exception("%s failed to produce interval %s", source.label, time)
+                    log.exception("%s failed to produce interval %s", source._label, time)
             for out in self.outputs:
                 try:
                     job = out.generate_job(time)
                 except Exception as exc:
-                    job = Job(time, out.output_index, out.label, _raiser(exc))
+                    job = Job(time, out.output_index, out._label, _raiser(exc))
                 if job is not None:
                     jobs.append(job)
         return jobs
@@ -103,13 +103,13 @@ class DStreamGraph:
         """Every job of ``time`` finished: let streams react (checkpoints), then forget what
         no window or query needs any more."""
         for stream in self.streams:
-            stream.on_batch_completed(time)
-        self.clear_metadata(time)
+            stream._on_batch_completed(time)
+        self._clear_metadata(time)
 
-    def clear_metadata(self, time: Time) -> None:
+    def _clear_metadata(self, time: Time) -> None:
         with self.lock:
             for stream in self.streams:
-                stream.clear_metadata(time)
+                stream._clear_metadata(time)
 
 
 def _raiser(exc: BaseException) -> Any:

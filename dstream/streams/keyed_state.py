@@ -48,10 +48,10 @@ class TaggedEvents(DStream[Any]):
     def __init__(self, parent: DStream[Any], num_partitions: int, name: str) -> None:
         super().__init__(parent._ssc, [parent], name=name)
         self.num_partitions = num_partitions
-        self.storage_level = memory_only()
+        self._storage_level = memory_only()
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        rdd = self._parents[0].get_or_compute(time)
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        rdd = self._parents[0]._get_or_compute(time)
         if rdd is None:
             return None
         return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self.num_partitions)
@@ -84,14 +84,14 @@ class StateDStream(StateStream):
         super()._init_transient()
         self._initial = None
 
-    def parent_remember_duration(self) -> Duration | None:
-        return (self.remember_duration or self.slide_duration) + self.replay_span()
+    def _parent_remember_duration(self) -> Duration | None:
+        return (self._remember_duration or self._slide_duration) + self.replay_span()
 
     def _merge(self, state: list[RDD[Any]], times: list[Time]) -> RDD[Any]:
         events = self._parents[0]
         groups = [state]
         for u in times:
-            rdd = events.get_or_compute(u)
+            rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
         update, count = self._update, len(times)
         union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
@@ -130,14 +130,14 @@ class TrackDStream(StateStream):
         )
         self._fns = functions
 
-    def parent_remember_duration(self) -> Duration | None:
-        return (self.remember_duration or self.slide_duration) + self.replay_span()
+    def _parent_remember_duration(self) -> Duration | None:
+        return (self._remember_duration or self._slide_duration) + self.replay_span()
 
     def _fold(self, previous: RDD[Any] | None, base_ms: int | None, times: list[Time]) -> RDD[Any]:
         events = self._parents[0]
         groups: list[list[RDD[Any]]] = [[] if previous is None else [previous]]
         for u in times:
-            rdd = events.get_or_compute(u)
+            rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
         fns, millis, files = self._fns, [u.ms for u in times], self.files
         directory = None if base_ms is None else self.checkpoint_directory(base_ms)
@@ -153,7 +153,7 @@ class TrackDStream(StateStream):
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
     def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
-        return self._fold(previous, self._built_on.get(time - self.slide_duration), [time])
+        return self._fold(previous, self._built_on.get(time - self._slide_duration), [time])
 
     def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         times = self.replay_times(time, base_ms)
@@ -173,10 +173,10 @@ class TrackView(DStream[Any]):
     def __init__(self, state: TrackDStream) -> None:
         super().__init__(state._ssc, [state], name="track")
         self.state = state
-        self.checkpoint_target = state
+        self._checkpoint_target = state
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        deltas = self._parents[0].get_or_compute(time)
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        deltas = self._parents[0]._get_or_compute(time)
         if deltas is None:
             return None
         return deltas.mapPartitions(lambda it: (kv for _, d in it for kv in view(d)), True)

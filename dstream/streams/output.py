@@ -51,14 +51,14 @@ class OutputDStream(DStream[Any]):
         self._fn = fn
         self.output_index = self._ssc._graph.add_output(self)
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        return self._parents[0].get_or_compute(time)
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        return self._parents[0]._get_or_compute(time)
 
     def generate_job(self, time: Time) -> Job | None:
-        rdd = self.get_or_compute(time)
+        rdd = self._get_or_compute(time)
         if rdd is None:
             return None
-        fn, label = self._fn, self.label
+        fn, label = self._fn, self._label
 
         def run() -> None:
             try:

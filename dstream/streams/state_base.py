@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 
 class StateStream(DStream[Any]):
-    is_state = True
-    needs_storage = True
+    _is_state = True
+    _needs_storage = True
 
     def __init__(
         self,
@@ -58,7 +58,7 @@ class StateStream(DStream[Any]):
     ) -> None:
         super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
         self.num_partitions = num_partitions
-        self.storage_level = memory_only()
+        self._storage_level = memory_only()
         self.root: str | None = None
 
     _transient: ClassVar[tuple[str, ...]] = (
@@ -104,34 +104,34 @@ class StateStream(DStream[Any]):
     # ---- the mechanism ---------------------------------------------------------------------
     @property
     def stream_key(self) -> str:
-        return self._stream_key if self._stream_key is not None else str(self.id)
+        return self._stream_key if self._stream_key is not None else str(self._id)
 
     @property
     def checkpoint_every(self) -> Duration:
-        return self.checkpoint_interval or self.default_checkpoint_interval()
+        return self._checkpoint_interval or self._default_checkpoint_interval()
 
     def replay_span(self) -> Duration:
         """How far back a rebuild may reach: the checkpoint lags by up to one interval plus the
         time its write takes; three intervals leaves room for a slow write."""
         return self.checkpoint_every * 3
 
-    def prepare_storage(self, root: str) -> None:
+    def _prepare_storage(self, root: str) -> None:
         self.root = root
         self.files = task_files_for(root, self._ssc.sparkContext)
 
     def checkpoint_directory(self, time_ms: int) -> str:
         if self.root is None:
-            raise RuntimeError(f"{self.label} has no storage directory; start() prepares it")
+            raise RuntimeError(f"{self._label} has no storage directory; start() prepares it")
         return checkpoint_dir(self.root, self.stream_key, time_ms)
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        if self.zero_time is None:
-            raise RuntimeError(f"{self.label} computed before start()")
-        previous_time = time - self.slide_duration
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        if self._zero_time is None:
+            raise RuntimeError(f"{self._label} computed before start()")
+        previous_time = time - self._slide_duration
         # Only a remembered previous state is stepped from: computing it afresh would rebuild
         # every older state in turn. Without it (first interval, after a restart, or if it
         # was forgotten) the state is rebuilt from the last checkpoint.
-        previous = self.generated.get(previous_time)
+        previous = self._generated.get(previous_time)
         with self._lock:
             base = self.published_ms
         rdd: RDD[Any] | None
@@ -142,7 +142,7 @@ class StateStream(DStream[Any]):
             if rdd is None:
                 if previous is None:
                     raise RuntimeError(
-                        f"{self.label} cannot rebuild interval {time}: the inputs since its "
+                        f"{self._label} cannot rebuild interval {time}: the inputs since its "
                         f"checkpoint at {base} ms are gone and no previous state exists"
                     )
                 # Inputs since the new checkpoint are no longer remembered: keep stepping.
@@ -154,9 +154,9 @@ class StateStream(DStream[Any]):
     def replay_times(self, time: Time, base_ms: int | None) -> list[Time] | None:
         """The intervals a rebuild of ``time`` from the checkpoint at ``base_ms`` (None: from
         the start) folds in, or None if the input of one of them is no longer available."""
-        assert self.zero_time is not None
-        since = self.zero_time if base_ms is None else Time(base_ms)
-        slide = self.slide_duration.ms
+        assert self._zero_time is not None
+        since = self._zero_time if base_ms is None else Time(base_ms)
+        slide = self._slide_duration.ms
         times = [Time(ms) for ms in range(since.ms + slide, time.ms + 1, slide)]
         return times if self.available(self._parents[0], times, time) else None
 
@@ -165,7 +165,7 @@ class StateStream(DStream[Any]):
         (normal operation), or recomputable from durable input (restoring)."""
         if self.restoring:
             return True
-        return all(t == now or stream.can_compute(t) for t in times)
+        return all(t == now or stream._can_compute(t) for t in times)
 
     def read_checkpoint(self, base_ms: int) -> RDD[Any]:
         """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
@@ -177,10 +177,10 @@ class StateStream(DStream[Any]):
             preservesPartitioning=True,
         )
 
-    def on_batch_completed(self, time: Time) -> None:
-        if self.zero_time is None or (time - self.zero_time).ms % self.checkpoint_every.ms:
+    def _on_batch_completed(self, time: Time) -> None:
+        if self._zero_time is None or (time - self._zero_time).ms % self.checkpoint_every.ms:
             return
-        rdd = self.generated.get(time)
+        rdd = self._generated.get(time)
         if rdd is not None:
             self._ssc.checkpointer.submit(self, time, rdd)
 
@@ -218,14 +218,14 @@ class StateStream(DStream[Any]):
             if name.isdigit() and int(name) < newest and int(name) not in live:
                 fs.delete(f"{parent}/{name}")
 
-    def can_compute(self, time: Time) -> bool:
+    def _can_compute(self, time: Time) -> bool:
         # A state's past RDD is rebuilt only through compute()'s own rules.
-        return time in self.generated
+        return time in self._generated
 
-    def clear_metadata(self, time: Time) -> None:
-        super().clear_metadata(time)
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
         with self._lock:
-            for t in [t for t in self._built_on if t not in self.generated]:
+            for t in [t for t in self._built_on if t not in self._generated]:
                 del self._built_on[t]
 
     # ---- what the metadata journal records -----------------------------------------------
@@ -234,13 +234,13 @@ class StateStream(DStream[Any]):
         return {
             "kind": type(self).__name__,
             "partitions": self.num_partitions,
-            "slide_ms": self.slide_duration.ms,
+            "slide_ms": self._slide_duration.ms,
         }
 
-    def journal_state(self) -> dict[str, Any] | None:
+    def _journal_state(self) -> dict[str, Any] | None:
         return {"checkpoint_ms": self.published_ms, "key": self.stream_key, "shape": self.shape()}
 
-    def restore_state(self, state: dict[str, Any]) -> None:
+    def _restore_state(self, state: dict[str, Any]) -> None:
         if state["shape"] != self.shape():
             theirs, ours = state["shape"], self.shape()
             diff = ", ".join(
@@ -249,7 +249,7 @@ class StateStream(DStream[Any]):
                 if theirs.get(k) != ours.get(k)
             )
             raise ValueError(
-                f"the state of {self.label} cannot be restored into the changed program "
+                f"the state of {self._label} cannot be restored into the changed program "
                 f"({diff}); keep those settings, or start from a new checkpoint directory"
             )
         self.published_ms = state.get("checkpoint_ms")

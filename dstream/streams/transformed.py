@@ -34,20 +34,20 @@ class TransformedDStream(DStream[Any]):
     ) -> None:
         super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
         for parent in parents[1:]:
-            if parent.slide_duration != parents[0].slide_duration:
+            if parent._slide_duration != parents[0]._slide_duration:
                 raise ValueError(
-                    f"{name}() combines streams that slide every {parents[0].slide_duration} "
-                    f"and every {parent.slide_duration}; window them to the same slide first"
+                    f"{name}() combines streams that slide every {parents[0]._slide_duration} "
+                    f"and every {parent._slide_duration}; window them to the same slide first"
                 )
         self._fn = fn
         # A user function called here, on the driver (transform, transformWith): its errors
         # are reported with this operator's name.
         self._driver_function = driver_function
 
-    def compute(self, time: Time) -> RDD[Any] | None:
+    def _compute(self, time: Time) -> RDD[Any] | None:
         rdds = []
         for parent in self._parents:
-            rdd = parent.get_or_compute(time)
+            rdd = parent._get_or_compute(time)
             if rdd is None:
                 return None
             rdds.append(rdd)
@@ -58,12 +58,12 @@ class TransformedDStream(DStream[Any]):
         except UserFunctionError:
             raise
         except Exception as exc:
-            raise UserFunctionError(f"{self.label} raised {type(exc).__name__}: {exc}") from exc
+            raise UserFunctionError(f"{self._label} raised {type(exc).__name__}: {exc}") from exc
         from pyspark import RDD
 
         if result is not None and not isinstance(result, RDD):
             raise TypeError(
-                f"the function given to {self.label} returned {type(result).__name__}, "
+                f"the function given to {self._label} returned {type(result).__name__}, "
                 "not an RDD; return the transformed RDD (e.g. rdd.map(...))"
             )
         return result
@@ -74,15 +74,15 @@ class UnionDStream(DStream[Any]):
         if not parents:
             raise ValueError("union() needs at least one stream; pass the streams to combine")
         super().__init__(parents[0]._ssc, parents, name=name)
-        slides = {p.slide_duration for p in parents}
+        slides = {p._slide_duration for p in parents}
         if len(slides) > 1:
             raise ValueError(
                 f"union() combines streams with different slide durations "
                 f"{sorted(s.ms for s in slides)} ms; window them to the same slide first"
             )
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        rdds = [r for r in (p.get_or_compute(time) for p in self._parents) if r is not None]
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        rdds = [r for r in (p._get_or_compute(time) for p in self._parents) if r is not None]
         if not rdds:
             return None
         if len(rdds) == 1:

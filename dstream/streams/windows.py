@@ -43,23 +43,23 @@ class WindowedDStream(DStream[Any]):
     def __init__(self, parent: DStream[Any], spec: WindowSpec, *, name: str = "window") -> None:
         super().__init__(parent._ssc, [parent], name=name)
         self.spec = spec
-        if parent.storage_level is None:
-            parent.storage_level = memory_only()
+        if parent._storage_level is None:
+            parent._storage_level = memory_only()
 
     @property
-    def slide_duration(self) -> Duration:
+    def _slide_duration(self) -> Duration:
         return self.spec.slide
 
-    def parent_remember_duration(self) -> Duration | None:
-        return (self.remember_duration or self.spec.slide) + self.spec.window
+    def _parent_remember_duration(self) -> Duration | None:
+        return (self._remember_duration or self.spec.slide) + self.spec.window
 
-    def compute(self, time: Time) -> RDD[Any] | None:
-        assert self.zero_time is not None
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        assert self._zero_time is not None
         rdds = [
             r
             for r in (
-                self._parents[0].get_or_compute(u)
-                for u in window_times(time, self.spec, self.zero_time)
+                self._parents[0]._get_or_compute(u)
+                for u in window_times(time, self.spec, self._zero_time)
             )
             if r is not None
         ]
@@ -108,16 +108,16 @@ class ReducedWindowedDStream(StateStream):
         self._shuffled: dict[Time, RDD[Any]] = {}
 
     @property
-    def slide_duration(self) -> Duration:
+    def _slide_duration(self) -> Duration:
         return self.spec.slide
 
     def shape(self) -> dict[str, Any]:
         return {**super().shape(), "window_ms": self.spec.window.ms, "format": "ring"}
 
-    def parent_remember_duration(self) -> Duration | None:
+    def _parent_remember_duration(self) -> Duration | None:
         # A rebuild folds the parent's intervals since its checkpoint (which lags by up to
         # replay_span), or the whole window if there is no checkpoint yet.
-        own = self.remember_duration or self.spec.slide
+        own = self._remember_duration or self.spec.slide
         return own + max(self.spec.window, self.replay_span()) + self.spec.slide
 
     def _interval(self, time: Time) -> RDD[Any] | None:
@@ -125,7 +125,7 @@ class ReducedWindowedDStream(StateStream):
         this state's partitions: the raw shuffle output, read by the fold's own pass."""
         rdd = self._shuffled.get(time)
         if rdd is None:
-            parent = self._parents[0].get_or_compute(time)
+            parent = self._parents[0]._get_or_compute(time)
             if parent is None:
                 return None
             func = self._func
@@ -160,21 +160,21 @@ class ReducedWindowedDStream(StateStream):
         return union.mapPartitionsWithIndex(from_checkpoint, True)
 
     def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
-        assert self.zero_time is not None
-        return self._fold(time, previous, entering(time, self.spec, self.zero_time))
+        assert self._zero_time is not None
+        return self._fold(time, previous, entering(time, self.spec, self._zero_time))
 
     def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
-        assert self.zero_time is not None
-        times = window_times(time, self.spec, self.zero_time)
+        assert self._zero_time is not None
+        times = window_times(time, self.spec, self._zero_time)
         if base_ms is not None:
             times = [u for u in times if u.ms > base_ms]
         if not self.available(self._parents[0], times, time):
             return None
         return self._fold(time, None, times, base_ms)
 
-    def clear_metadata(self, time: Time) -> None:
-        super().clear_metadata(time)
-        keep = self.parent_remember_duration()
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
+        keep = self._parent_remember_duration()
         assert keep is not None
         with self._lock:
             for t in [t for t in self._shuffled if t <= time - keep]:

@@ -25,7 +25,7 @@ def bookkeeping(h: Harness) -> dict[str, int]:
     graph = h.ssc._graph
     states = [s for s in graph.streams if isinstance(s, StateStream)]
     return {
-        "remembered_rdds": sum(len(s.generated) for s in graph.streams),
+        "remembered_rdds": sum(len(s._generated) for s in graph.streams),
         "built_on": sum(len(s._built_on) for s in states),
         "shuffles_kept": sum(len(getattr(s, "_shuffled", ())) for s in states),
         "file_records": sum(len(getattr(s, "batch_files", ())) for s in graph.inputs),
