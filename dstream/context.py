@@ -319,7 +319,7 @@ class StreamingContext:
             self._bus.start()
             self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
             for source in self._graph.inputs:
-                source.start()
+                source._start()
             self._scheduler = JobScheduler(
                 self._graph,
                 self._sc,
@@ -550,7 +550,7 @@ class StreamingContext:
             if self._checkpointer is not None:
                 self._checkpointer.stop(graceful=bool(stopGraceFully))
             for source in self._graph.inputs:
-                source.stop()
+                source._stop()
             if self._monitor is not None:
                 self._monitor.stop()
             self._bus.stop()

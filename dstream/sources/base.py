@@ -47,12 +47,12 @@ def _one(_record: object) -> int:
 
 class InputDStream(DStream[Any]):
     # Sources that know their counts up front turn this off.
-    counts_in_tasks: bool = True
+    _counts_in_tasks: bool = True
     # Each element is a batch of records (an Arrow array): count its length, not 1.
-    records_are_batches: bool = False
+    _records_are_batches: bool = False
     # A durable source can produce any past interval again (files on record, the rate
     # source's seeds); others (a queue, a socket) only the intervals they still remember.
-    durable: bool = False
+    _durable: bool = False
 
     def __init__(self, ssc: StreamingContext, *, name: str) -> None:
         super().__init__(ssc, (), name=name)
@@ -78,17 +78,17 @@ class InputDStream(DStream[Any]):
         return self._graph_batch
 
     # ---- what a source implements ---------------------------------------------------------
-    def read(self, time: Time) -> RDD[Any] | None:
+    def _read(self, time: Time) -> RDD[Any] | None:
         """The RDD of the interval ending at ``time``."""
         raise NotImplementedError
 
-    def start(self) -> None:
+    def _start(self) -> None:
         """Called by ``ssc.start()``, before the first interval (receivers connect here)."""
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         """Called by ``ssc.stop()``."""
 
-    def validate(self) -> None:
+    def _validate(self) -> None:
         """Check the source is usable; called by ``ssc.start()``."""
 
     # ---- counting -------------------------------------------------------------------------
@@ -97,10 +97,10 @@ class InputDStream(DStream[Any]):
             return True
         if self._zero_time is None or not self._is_time_valid(time):
             return False
-        return self.durable or self._latest is None or time > self._latest
+        return self._durable or self._latest is None or time > self._latest
 
     def _compute(self, time: Time) -> RDD[Any] | None:
-        if not self.durable and self._latest is not None and time <= self._latest:
+        if not self._durable and self._latest is not None and time <= self._latest:
             raise RuntimeError(
                 f"{self._label} was asked again for interval {time}, which it no longer "
                 "remembers, and it cannot produce past data again; make the windows or "
@@ -108,12 +108,12 @@ class InputDStream(DStream[Any]):
             )
         if self._latest is None or time > self._latest:
             self._latest = time
-        rdd = self.read(time)
-        if rdd is None or not self.counts_in_tasks or time in self._known_counts:
+        rdd = self._read(time)
+        if rdd is None or not self._counts_in_tasks or time in self._known_counts:
             return rdd
         counter = self._ensure_counter()
         ms = time.ms
-        size = len if self.records_are_batches else _one
+        size = len if self._records_are_batches else _one
 
         def count(split: int, iterator: Iterable[Any]) -> Iterator[Any]:
             n = 0
@@ -130,16 +130,16 @@ class InputDStream(DStream[Any]):
                 self._counter = self._ssc.sparkContext.accumulator({}, _KeyedCounts())
             return self._counter
 
-    def record_count(self, time: Time, count: int) -> None:
+    def _record_count(self, time: Time, count: int) -> None:
         """A source that knows how many records an interval has says so here."""
         self._known_counts[time] = count
 
-    def input_metadata(self, time: Time) -> dict[str, Any]:
+    def _input_metadata(self, time: Time) -> dict[str, Any]:
         """What the batch's ``StreamInputInfo`` says about this stream's input of ``time``
         besides its count (a file stream: the files it read)."""
         return {}
 
-    def take_record_count(self, time: Time) -> int:
+    def _take_record_count(self, time: Time) -> int:
         """Records read for ``time`` (called once, when the batch completes)."""
         known = self._known_counts.pop(time, None)
         if known is not None:

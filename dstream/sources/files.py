@@ -87,7 +87,7 @@ def text_batches_reader(files: TaskFiles) -> Reader:
 
 class FileInputDStream(InputDStream):
     # The files of every interval are on record (and in the metadata journal).
-    durable = True
+    _durable = True
 
     def __init__(
         self,
@@ -101,30 +101,30 @@ class FileInputDStream(InputDStream):
         batches: bool = False,
     ) -> None:
         check_directory(directory, name)
-        self.directory = directory
+        self._directory = directory
         super().__init__(ssc, name=name)
         self._reader = reader
         self._filter = path_filter
         self._new_files_only = new_files_only
-        self.records_are_batches = batches
+        self._records_are_batches = batches
 
     # What changes every interval is journaled separately (journal_state), not with the graph.
-    _transient: ClassVar[tuple[str, ...]] = ("_fs", "batch_files", "_seen", "_recorded_until")
+    _transient: ClassVar[tuple[str, ...]] = ("_fs", "_batch_files", "_seen", "_recorded_until")
 
     def _init_transient(self) -> None:
         super()._init_transient()
-        self._fs = filesystem_for(self.directory, self._ssc.sparkContext)
+        self._fs = filesystem_for(self._directory, self._ssc.sparkContext)
         # batch time -> the files chosen for it (kept while they may be needed again).
-        self.batch_files: dict[Time, list[str]] = {}
+        self._batch_files: dict[Time, list[str]] = {}
         self._seen: set[str] = set()
         # After a restart: intervals up to here must read their recorded files, never a new
         # listing (that could hand the same file to two intervals).
         self._recorded_until: Time | None = None
 
-    def validate(self) -> None:
-        if not self._fs.is_dir(self.directory):
+    def _validate(self) -> None:
+        if not self._fs.is_dir(self._directory):
             raise ValueError(
-                f"{self._operator}() directory {self.directory} does not exist or is not a "
+                f"{self._operator}() directory {self._directory} does not exist or is not a "
                 "directory; create it before starting the StreamingContext"
             )
 
@@ -135,8 +135,8 @@ class FileInputDStream(InputDStream):
         want = self._ssc.settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
-    def read(self, time: Time) -> RDD[Any] | None:
-        paths = self.batch_files.get(time)
+    def _read(self, time: Time) -> RDD[Any] | None:
+        paths = self._batch_files.get(time)
         if paths is None and self._recorded_until is not None and time <= self._recorded_until:
             raise RuntimeError(
                 f"{self._label}: the files of interval {time} were not kept in the metadata "
@@ -146,42 +146,42 @@ class FileInputDStream(InputDStream):
             assert self._zero_time is not None  # set by initialize() before any interval
             floor = self._zero_time if self._new_files_only else Time(-(2**62))
             ignore_before = max(floor, time - self._remember_window)
-            listed = self._fs.list_files(self.directory)
+            listed = self._fs.list_files(self._directory)
             if self._filter is not None:
                 listed = [f for f in listed if self._filter(f.path)]
             paths = [f.path for f in select_new_files(listed, time, ignore_before, self._seen)]
-            self.batch_files[time] = paths
+            self._batch_files[time] = paths
             self._seen.update(paths)
         if not paths:
-            self.record_count(time, 0)
+            self._record_count(time, 0)
             return self._ssc.sparkContext.emptyRDD()
         return self._reader(self._ssc, paths)
 
-    def input_metadata(self, time: Time) -> dict[str, Any]:
-        files = list(self.batch_files.get(time, ()))
+    def _input_metadata(self, time: Time) -> dict[str, Any]:
+        files = list(self._batch_files.get(time, ()))
         return {"files": files, "Description": "\n".join(files)}
 
     def _journal_state(self) -> dict[str, Any] | None:
         return {
-            "directory": self.directory,
-            "batch_files": {t.ms: list(paths) for t, paths in self.batch_files.items()},
+            "directory": self._directory,
+            "_batch_files": {t.ms: list(paths) for t, paths in self._batch_files.items()},
         }
 
     def _restore_state(self, state: dict[str, Any]) -> None:
-        if state.get("directory") != self.directory:
+        if state.get("directory") != self._directory:
             raise ValueError(
-                f"{self._label} watches {self.directory} but the checkpoint was taken watching "
+                f"{self._label} watches {self._directory} but the checkpoint was taken watching "
                 f"{state.get('directory')}; keep the directory, or start a new checkpoint"
             )
-        self.batch_files = {Time(ms): list(p) for ms, p in state["batch_files"].items()}
-        self._seen = {p for paths in self.batch_files.values() for p in paths}
-        if self.batch_files:
-            self._recorded_until = max(self.batch_files)
+        self._batch_files = {Time(ms): list(p) for ms, p in state["_batch_files"].items()}
+        self._seen = {p for paths in self._batch_files.values() for p in paths}
+        if self._batch_files:
+            self._recorded_until = max(self._batch_files)
 
     def _clear_metadata(self, time: Time) -> None:
         super()._clear_metadata(time)
         # A file chosen for an interval older than the remember window can never be chosen
         # again (its mtime is below every later ignore_before), so forget it.
         horizon = time - self._remember_window
-        for t in [t for t in self.batch_files if t < horizon]:
-            self._seen.difference_update(self.batch_files.pop(t))
+        for t in [t for t in self._batch_files if t < horizon]:
+            self._seen.difference_update(self._batch_files.pop(t))

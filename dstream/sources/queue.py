@@ -60,7 +60,7 @@ class QueueInputDStream(InputDStream):
         records = list(item)
         return self._ssc.sparkContext.parallelize(records), len(records)
 
-    def validate(self) -> None:
+    def _validate(self) -> None:
         if getattr(self, "_restored", False) and self._ssc.restored:
             raise ValueError(
                 f"{self._label} cannot be recovered after a driver failure: its RDDs lived in "
@@ -68,7 +68,7 @@ class QueueInputDStream(InputDStream):
                 "program that must survive a driver restart"
             )
 
-    def read(self, time: Time) -> RDD[Any] | None:
+    def _read(self, time: Time) -> RDD[Any] | None:
         with self._queue_lock:
             if self._one_at_a_time and self._queue:
                 taken = [self._queue.popleft()]
@@ -79,10 +79,10 @@ class QueueInputDStream(InputDStream):
             if self._default is not None:
                 taken = [self._default]
             else:
-                self.record_count(time, 0)
+                self._record_count(time, 0)
                 return self._ssc.sparkContext.emptyRDD()
         counts = [n for _, n in taken]
         if all(n is not None for n in counts):
-            self.record_count(time, sum(n for n in counts if n is not None))
+            self._record_count(time, sum(n for n in counts if n is not None))
         rdds = [r for r, _ in taken]
         return rdds[0] if len(rdds) == 1 else self._ssc.sparkContext.union(rdds)

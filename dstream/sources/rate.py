@@ -30,8 +30,8 @@ def records_in_interval(rate: int, end_ms: int, batch_ms: int) -> int:
 
 
 class RateInputDStream(InputDStream):
-    counts_in_tasks = False
-    durable = True
+    _counts_in_tasks = False
+    _durable = True
 
     def __init__(
         self,
@@ -53,15 +53,15 @@ class RateInputDStream(InputDStream):
         if not isinstance(record_bytes, int) or record_bytes < 8:
             raise ValueError(f"rateStream() recordBytes {record_bytes!r} must be an int >= 8")
         super().__init__(ssc, name="rateStream")
-        self.records_per_second = records_per_second
-        self.num_partitions = num_partitions
-        self.seed = seed
-        self.record_bytes = record_bytes
+        self._records_per_second = records_per_second
+        self._partitions = num_partitions
+        self._seed = seed
+        self._record_bytes = record_bytes
 
-    def read(self, time: Time) -> RDD[str]:
-        total = records_in_interval(self.records_per_second, time.ms, self._slide_duration.ms)
-        self.record_count(time, total)
-        parts, seed, size, t = self.num_partitions, self.seed, self.record_bytes, time.ms
+    def _read(self, time: Time) -> RDD[str]:
+        total = records_in_interval(self._records_per_second, time.ms, self._slide_duration.ms)
+        self._record_count(time, total)
+        parts, seed, size, t = self._partitions, self._seed, self._record_bytes, time.ms
 
         def generate(p: int, _: Iterable[Any]) -> Iterator[str]:
             lo, hi = total * p // parts, total * (p + 1) // parts

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class SocketInputDStream(InputDStream):
-    counts_in_tasks = False
+    _counts_in_tasks = False
 
     def __init__(self, ssc: StreamingContext, hostname: str, port: int) -> None:
         if not isinstance(hostname, str) or not hostname:
@@ -56,14 +56,14 @@ class SocketInputDStream(InputDStream):
         self._sock: socket.socket | None = None
         self.connected = threading.Event()
 
-    def start(self) -> None:
+    def _start(self) -> None:
         self._stopping.clear()
         self._thread = threading.Thread(
             target=self._receive_forever, name=f"dstream-receiver-{self._id}", daemon=True
         )
         self._thread.start()
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         self._stopping.set()
         sock = self._sock
         if sock is not None:
@@ -99,14 +99,14 @@ class SocketInputDStream(InputDStream):
                 self.connected.clear()
             self._stopping.wait(delay)
 
-    def wait_for_buffered(self, count: int, timeout_s: float) -> bool:
+    def _wait_for_buffered(self, count: int, timeout_s: float) -> bool:
         """Block until ``count`` lines wait for the next interval (for tests and demos)."""
         with self._buffer_lock:
             return self._buffer_lock.wait_for(lambda: len(self._buffer) >= count, timeout_s)
 
-    def read(self, time: Time) -> RDD[Any]:
+    def _read(self, time: Time) -> RDD[Any]:
         with self._buffer_lock:
             records, self._buffer = self._buffer, []
-        self.record_count(time, len(records))
+        self._record_count(time, len(records))
         sc = self._ssc.sparkContext
         return sc.parallelize(records) if records else sc.emptyRDD()

@@ -63,7 +63,7 @@ class DStreamGraph:
                     f"batch interval {self.batch_duration}"
                 )
         for source in self.inputs:
-            source.validate()
+            source._validate()
 
     def start(self, zero_time: Time) -> None:
         self._zero_time = zero_time

@@ -80,7 +80,7 @@ def test_text_file_stream_takes_each_new_file_once(harness: Any, tmp_path: Path)
         [(source._id, 1, [c], c)],
         [(source._id, 0, [], "")],
     ]
-    assert [os.path.basename(p) for p in source.batch_files[Time(T0 + 1000)]] == ["a.txt", "b.txt"]
+    assert [os.path.basename(p) for p in source._batch_files[Time(T0 + 1000)]] == ["a.txt", "b.txt"]
 
 
 def test_file_stream_with_filter_and_existing_files(harness: Any, tmp_path: Path) -> None:
@@ -134,10 +134,10 @@ def test_socket_text_stream_reads_lines_from_a_server(harness: Any) -> None:
         assert accepted.wait(30)
         conns[0].sendall(b"hello\nworld\n")
         source = h.ssc._graph.inputs[0]
-        assert source.wait_for_buffered(2, 30)
+        assert source._wait_for_buffered(2, 30)
         h.run_batches(1)
         conns[0].sendall("ünïcode\n".encode())
-        assert source.wait_for_buffered(1, 30)
+        assert source._wait_for_buffered(1, 30)
         h.run_batches(1)
         h.run_batches(1)
         assert out == [["HELLO", "WORLD"], ["ÜNÏCODE"], []]
