@@ -448,7 +448,7 @@ class StreamingContext:
         for stream in self._graph.streams:
             if isinstance(stream, StateStream):
                 keep = writer.protected_checkpoints(stream._id) if writer is not None else set()
-                stream.delete_unused_checkpoints(keep)
+                stream._delete_unused_checkpoints(keep)
 
     @property
     def checkpointer(self) -> Checkpointer:

@@ -90,7 +90,7 @@ class Checkpointer:
                 self._sc.setJobGroup(
                     self._current_group, f"dstream checkpoint of {stream._label} at {time.ms} ms"
                 )
-                stream.checkpoint_now(time, rdd)
+                stream._checkpoint_now(time, rdd)
                 self.completed.append((stream._id, time, _time.perf_counter() - began))
                 self._on_written(stream, time)
             except Exception:

@@ -92,9 +92,9 @@ class DStreamGraph:
                     log.exception("%s failed to produce interval %s", source._label, time)
             for out in self.outputs:
                 try:
-                    job = out.generate_job(time)
+                    job = out._generate_job(time)
                 except Exception as exc:
-                    job = Job(time, out.output_index, out._label, _raiser(exc))
+                    job = Job(time, out._output_index, out._label, _raiser(exc))
                 if job is not None:
                     jobs.append(job)
         return jobs

@@ -47,14 +47,14 @@ class TaggedEvents(DStream[Any]):
 
     def __init__(self, parent: DStream[Any], num_partitions: int, name: str) -> None:
         super().__init__(parent._ssc, [parent], name=name)
-        self.num_partitions = num_partitions
+        self._partitions = num_partitions
         self._storage_level = memory_only()
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdd = self._parents[0]._get_or_compute(time)
         if rdd is None:
             return None
-        return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self.num_partitions)
+        return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self._partitions)
 
 
 class StateDStream(StateStream):
@@ -71,7 +71,7 @@ class StateDStream(StateStream):
         super().__init__(
             [events],
             name="updateStateByKey",
-            num_partitions=events.num_partitions,
+            num_partitions=events._partitions,
             user_functions=user_functions,
         )
         self._update = update_func
@@ -85,7 +85,7 @@ class StateDStream(StateStream):
         self._initial = None
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self._slide_duration) + self.replay_span()
+        return (self._remember_duration or self._slide_duration) + self._replay_span()
 
     def _merge(self, state: list[RDD[Any]], times: list[Time]) -> RDD[Any]:
         events = self._parents[0]
@@ -94,18 +94,18 @@ class StateDStream(StateStream):
             rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
         update, count = self._update, len(times)
-        union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
+        union = sectioned_union(self._ssc.section_marks, self._partitions, groups)
         return union.mapPartitions(lambda it: merge_update_state(it, update, count), True)
 
-    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+    def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         return self._merge([previous], [time])
 
-    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
-        times = self.replay_times(time, base_ms)
+    def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+        times = self._replay_times(time, base_ms)
         if times is None:
             return None
         if base_ms is not None:
-            state = [self.read_checkpoint(base_ms)]
+            state = [self._read_checkpoint(base_ms)]
         else:
             state = [] if self._initial is None else [self._initial]
         return self._merge(state, times)
@@ -125,13 +125,13 @@ class TrackDStream(StateStream):
         super().__init__(
             [events],
             name="track",
-            num_partitions=events.num_partitions,
+            num_partitions=events._partitions,
             user_functions=user_functions,
         )
         self._fns = functions
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self._slide_duration) + self.replay_span()
+        return (self._remember_duration or self._slide_duration) + self._replay_span()
 
     def _fold(self, previous: RDD[Any] | None, base_ms: int | None, times: list[Time]) -> RDD[Any]:
         events = self._parents[0]
@@ -139,8 +139,8 @@ class TrackDStream(StateStream):
         for u in times:
             rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
-        fns, millis, files = self._fns, [u.ms for u in times], self.files
-        directory = None if base_ms is None else self.checkpoint_directory(base_ms)
+        fns, millis, files = self._fns, [u.ms for u in times], self._files
+        directory = None if base_ms is None else self._checkpoint_dir(base_ms)
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
             parts = sections(records, len(millis) + 1)
@@ -149,20 +149,20 @@ class TrackDStream(StateStream):
             path = None if directory is None else snapshot_path(directory, split)
             yield split, fold(split, previous_delta, base_ms, path, intervals, fns, files)
 
-        union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
+        union = sectioned_union(self._ssc.section_marks, self._partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
-    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+    def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         return self._fold(previous, self._built_on.get(time - self._slide_duration), [time])
 
-    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
-        times = self.replay_times(time, base_ms)
+    def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+        times = self._replay_times(time, base_ms)
         return None if times is None else self._fold(None, base_ms, times)
 
-    def shape(self) -> dict[str, Any]:
-        return {**super().shape(), "timeout_ms": self._fns.timeout_ms}
+    def _shape(self) -> dict[str, Any]:
+        return {**super()._shape(), "timeout_ms": self._fns.timeout_ms}
 
-    def write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
+    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
         # The checkpoint of track() is a compaction: snapshot + delta -> a new snapshot.
         rdd.map(lambda pd: compact(pd[1], directory)).count()
 
@@ -172,7 +172,7 @@ class TrackView(DStream[Any]):
 
     def __init__(self, state: TrackDStream) -> None:
         super().__init__(state._ssc, [state], name="track")
-        self.state = state
+        self._state_stream = state
         self._checkpoint_target = state
 
     def _compute(self, time: Time) -> RDD[Any] | None:
@@ -187,7 +187,7 @@ class TrackView(DStream[Any]):
         from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
-            [self.state],
+            [self._state_stream],
             lambda _t, rdds: (
                 rdds[0].map(lambda pd: (None, count(pd[1]))).reduceByKey(operator.add, 1).values()
             ),
@@ -200,7 +200,7 @@ class TrackView(DStream[Any]):
         from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
-            [self.state],
+            [self._state_stream],
             lambda _t, rdds: rdds[0].mapPartitions(
                 lambda it: (kv for _, d in it for kv in changes(d)), True
             ),
@@ -208,8 +208,8 @@ class TrackView(DStream[Any]):
         )
 
     @property
-    def directory(self) -> str | None:
+    def _directory(self) -> str | None:
         """Where the state's snapshots are written (known once started)."""
-        if self.state.root is None:
+        if self._state_stream._root is None:
             return None
-        return f"{self.state.root.rstrip('/')}/state-{self.state.stream_key}"
+        return f"{self._state_stream._root.rstrip('/')}/state-{self._state_stream._stream_key_name}"

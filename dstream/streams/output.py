@@ -49,12 +49,12 @@ class OutputDStream(DStream[Any]):
     ) -> None:
         super().__init__(parent._ssc, [parent], name=name, user_functions=user_functions)
         self._fn = fn
-        self.output_index = self._ssc._graph.add_output(self)
+        self._output_index = self._ssc._graph.add_output(self)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         return self._parents[0]._get_or_compute(time)
 
-    def generate_job(self, time: Time) -> Job | None:
+    def _generate_job(self, time: Time) -> Job | None:
         rdd = self._get_or_compute(time)
         if rdd is None:
             return None
@@ -89,4 +89,4 @@ class OutputDStream(DStream[Any]):
                 cached.unpersist(blocking=False)
             cached_here.clear()
 
-        return Job(time, self.output_index, label, run, prepare, release)
+        return Job(time, self._output_index, label, run, prepare, release)

@@ -57,9 +57,9 @@ class StateStream(DStream[Any]):
         user_functions: Iterable[UserFunction] = (),
     ) -> None:
         super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
-        self.num_partitions = num_partitions
+        self._partitions = num_partitions
         self._storage_level = memory_only()
-        self.root: str | None = None
+        self._root: str | None = None
 
     _transient: ClassVar[tuple[str, ...]] = (
         "published_ms",
@@ -74,55 +74,55 @@ class StateStream(DStream[Any]):
         super()._init_transient()
         # The checkpoint future intervals are rebuilt from (batch ms), and which checkpoint
         # each remembered interval was built on.
-        self.published_ms: int | None = None
+        self._published_ms: int | None = None
         self._built_on: dict[Time, int | None] = {}
         # After a driver restart, old inputs may (must) be recomputed from durable input.
-        self.restoring = False
-        self.root = None
+        self._restoring = False
+        self._root = None
         # How tasks reach the files under root (chosen by prepare_storage).
-        self.files: TaskFiles = LocalTaskFiles()
+        self._files: TaskFiles = LocalTaskFiles()
         # Names this stream's checkpoint directory; a restored stream keeps its old key.
         self._stream_key: str | None = None
 
     # ---- what a state stream implements --------------------------------------------------
-    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+    def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         """State of ``time`` from the state of ``time - slide``."""
         raise NotImplementedError
 
-    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+    def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         """State of ``time`` from the checkpoint at ``base_ms`` (None: from the start), or None
         if an input it needs is no longer remembered."""
         raise NotImplementedError
 
-    def write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
+    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
         """Write ``rdd`` (the state of ``time``) under ``directory``: one file per partition."""
-        files = self.files
+        files = self._files
         rdd.mapPartitionsWithIndex(
             lambda i, it: [_write_partition(files, partition_path(directory, i), list(it))]
         ).count()
 
     # ---- the mechanism ---------------------------------------------------------------------
     @property
-    def stream_key(self) -> str:
+    def _stream_key_name(self) -> str:
         return self._stream_key if self._stream_key is not None else str(self._id)
 
     @property
-    def checkpoint_every(self) -> Duration:
+    def _checkpoint_every(self) -> Duration:
         return self._checkpoint_interval or self._default_checkpoint_interval()
 
-    def replay_span(self) -> Duration:
+    def _replay_span(self) -> Duration:
         """How far back a rebuild may reach: the checkpoint lags by up to one interval plus the
         time its write takes; three intervals leaves room for a slow write."""
-        return self.checkpoint_every * 3
+        return self._checkpoint_every * 3
 
     def _prepare_storage(self, root: str) -> None:
-        self.root = root
-        self.files = task_files_for(root, self._ssc.sparkContext)
+        self._root = root
+        self._files = task_files_for(root, self._ssc.sparkContext)
 
-    def checkpoint_directory(self, time_ms: int) -> str:
-        if self.root is None:
+    def _checkpoint_dir(self, time_ms: int) -> str:
+        if self._root is None:
             raise RuntimeError(f"{self._label} has no storage directory; start() prepares it")
-        return checkpoint_dir(self.root, self.stream_key, time_ms)
+        return checkpoint_dir(self._root, self._stream_key_name, time_ms)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         if self._zero_time is None:
@@ -133,12 +133,12 @@ class StateStream(DStream[Any]):
         # was forgotten) the state is rebuilt from the last checkpoint.
         previous = self._generated.get(previous_time)
         with self._lock:
-            base = self.published_ms
+            base = self._published_ms
         rdd: RDD[Any] | None
         if previous is not None and self._built_on.get(previous_time) == base:
-            rdd, built_on = self.step(time, previous), base
+            rdd, built_on = self._step(time, previous), base
         else:
-            rdd, built_on = self.rebuild(time, base), base
+            rdd, built_on = self._rebuild(time, base), base
             if rdd is None:
                 if previous is None:
                     raise RuntimeError(
@@ -146,72 +146,72 @@ class StateStream(DStream[Any]):
                         f"checkpoint at {base} ms are gone and no previous state exists"
                     )
                 # Inputs since the new checkpoint are no longer remembered: keep stepping.
-                rdd, built_on = self.step(time, previous), self._built_on.get(previous_time)
+                rdd, built_on = self._step(time, previous), self._built_on.get(previous_time)
         self._built_on[time] = built_on
-        self.restoring = False
+        self._restoring = False
         return rdd
 
-    def replay_times(self, time: Time, base_ms: int | None) -> list[Time] | None:
+    def _replay_times(self, time: Time, base_ms: int | None) -> list[Time] | None:
         """The intervals a rebuild of ``time`` from the checkpoint at ``base_ms`` (None: from
         the start) folds in, or None if the input of one of them is no longer available."""
         assert self._zero_time is not None
         since = self._zero_time if base_ms is None else Time(base_ms)
         slide = self._slide_duration.ms
         times = [Time(ms) for ms in range(since.ms + slide, time.ms + 1, slide)]
-        return times if self.available(self._parents[0], times, time) else None
+        return times if self._available(self._parents[0], times, time) else None
 
-    def available(self, stream: DStreamCore[Any], times: Iterable[Time], now: Time) -> bool:
+    def _available(self, stream: DStreamCore[Any], times: Iterable[Time], now: Time) -> bool:
         """Whether ``stream``'s RDDs of ``times`` can be used by a rebuild at ``now``: remembered
         (normal operation), or recomputable from durable input (restoring)."""
-        if self.restoring:
+        if self._restoring:
             return True
         return all(t == now or stream._can_compute(t) for t in times)
 
-    def read_checkpoint(self, base_ms: int) -> RDD[Any]:
+    def _read_checkpoint(self, base_ms: int) -> RDD[Any]:
         """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
-        directory = self.checkpoint_directory(base_ms)
-        marks = self._ssc.section_marks.get(self.num_partitions)
-        files = self.files
+        directory = self._checkpoint_dir(base_ms)
+        marks = self._ssc.section_marks.get(self._partitions)
+        files = self._files
         return marks.mapPartitionsWithIndex(
             lambda i, _: iter(read_partition(files, partition_path(directory, i))),
             preservesPartitioning=True,
         )
 
     def _on_batch_completed(self, time: Time) -> None:
-        if self._zero_time is None or (time - self._zero_time).ms % self.checkpoint_every.ms:
+        if self._zero_time is None or (time - self._zero_time).ms % self._checkpoint_every.ms:
             return
         rdd = self._generated.get(time)
         if rdd is not None:
             self._ssc.checkpointer.submit(self, time, rdd)
 
-    def checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
+    def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
         """Run by the checkpointer's thread: write, mark complete, publish."""
-        directory = self.checkpoint_directory(time.ms)
+        directory = self._checkpoint_dir(time.ms)
         fs = filesystem_for(directory, self._ssc.sparkContext)
         if not fs.exists(f"{directory}/{COMPLETE}"):
-            self.write_checkpoint(time, rdd, directory)
+            self._write_checkpoint(time, rdd, directory)
             fs.write_bytes(f"{directory}/{COMPLETE}", b"")
         with self._lock:
-            if self.published_ms is None or time.ms > self.published_ms:
-                self.published_ms = time.ms
+            if self._published_ms is None or time.ms > self._published_ms:
+                self._published_ms = time.ms
 
-    def live_checkpoints(self) -> set[int]:
+    def _live_checkpoints(self) -> set[int]:
         """Checkpoints still needed: the published one and those remembered RDDs were built on."""
         with self._lock:
             live = {ms for ms in self._built_on.values() if ms is not None}
-            if self.published_ms is not None:
-                live.add(self.published_ms)
+            if self._published_ms is not None:
+                live.add(self._published_ms)
         return live
 
-    def delete_unused_checkpoints(self, keep: set[int]) -> None:
+    def _delete_unused_checkpoints(self, keep: set[int]) -> None:
         """Delete checkpoints older than the newest live one, unless in ``keep``
         (referenced by a metadata record still on disk)."""
-        if self.root is None:
+        if self._root is None:
             return
-        live = self.live_checkpoints() | keep
+        live = self._live_checkpoints() | keep
         if not live:
             return
-        parent = f"{self.root.rstrip('/')}/state-{self.stream_key}"
+        parent = f"{self._root.rstrip('/')}/state-{self._stream_key_name}"
         fs = filesystem_for(parent, self._ssc.sparkContext)
         newest = max(live)
         for name in fs.list_names(parent):
@@ -229,20 +229,20 @@ class StateStream(DStream[Any]):
                 del self._built_on[t]
 
     # ---- what the metadata journal records -----------------------------------------------
-    def shape(self) -> dict[str, Any]:
+    def _shape(self) -> dict[str, Any]:
         """What a restored checkpoint must agree with to be reused by changed code."""
         return {
             "kind": type(self).__name__,
-            "partitions": self.num_partitions,
+            "partitions": self._partitions,
             "slide_ms": self._slide_duration.ms,
         }
 
     def _journal_state(self) -> dict[str, Any] | None:
-        return {"checkpoint_ms": self.published_ms, "key": self.stream_key, "shape": self.shape()}
+        return {"checkpoint_ms": self._published_ms, "key": self._stream_key_name, "shape": self._shape()}
 
     def _restore_state(self, state: dict[str, Any]) -> None:
-        if state["shape"] != self.shape():
-            theirs, ours = state["shape"], self.shape()
+        if state["shape"] != self._shape():
+            theirs, ours = state["shape"], self._shape()
             diff = ", ".join(
                 f"{k}: {theirs.get(k)!r} then, {ours.get(k)!r} now"
                 for k in sorted(set(theirs) | set(ours))
@@ -252,6 +252,6 @@ class StateStream(DStream[Any]):
                 f"the state of {self._label} cannot be restored into the changed program "
                 f"({diff}); keep those settings, or start from a new checkpoint directory"
             )
-        self.published_ms = state.get("checkpoint_ms")
+        self._published_ms = state.get("checkpoint_ms")
         self._stream_key = state["key"]
-        self.restoring = True
+        self._restoring = True

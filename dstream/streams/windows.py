@@ -42,16 +42,16 @@ class WindowedDStream(DStream[Any]):
 
     def __init__(self, parent: DStream[Any], spec: WindowSpec, *, name: str = "window") -> None:
         super().__init__(parent._ssc, [parent], name=name)
-        self.spec = spec
+        self._spec = spec
         if parent._storage_level is None:
             parent._storage_level = memory_only()
 
     @property
     def _slide_duration(self) -> Duration:
-        return self.spec.slide
+        return self._spec.slide
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self.spec.slide) + self.spec.window
+        return (self._remember_duration or self._spec.slide) + self._spec.window
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         assert self._zero_time is not None
@@ -59,7 +59,7 @@ class WindowedDStream(DStream[Any]):
             r
             for r in (
                 self._parents[0]._get_or_compute(u)
-                for u in window_times(time, self.spec, self._zero_time)
+                for u in window_times(time, self._spec, self._zero_time)
             )
             if r is not None
         ]
@@ -99,7 +99,7 @@ class ReducedWindowedDStream(StateStream):
             num_partitions=num_partitions,
             user_functions=user_functions,
         )
-        self.spec = spec
+        self._spec = spec
         self._func, self._inv = func, inv_func
 
     def _init_transient(self) -> None:
@@ -109,16 +109,16 @@ class ReducedWindowedDStream(StateStream):
 
     @property
     def _slide_duration(self) -> Duration:
-        return self.spec.slide
+        return self._spec.slide
 
-    def shape(self) -> dict[str, Any]:
-        return {**super().shape(), "window_ms": self.spec.window.ms, "format": "ring"}
+    def _shape(self) -> dict[str, Any]:
+        return {**super()._shape(), "window_ms": self._spec.window.ms, "format": "ring"}
 
     def _parent_remember_duration(self) -> Duration | None:
         # A rebuild folds the parent's intervals since its checkpoint (which lags by up to
         # replay_span), or the whole window if there is no checkpoint yet.
-        own = self._remember_duration or self.spec.slide
-        return own + max(self.spec.window, self.replay_span()) + self.spec.slide
+        own = self._remember_duration or self._spec.slide
+        return own + max(self._spec.window, self._replay_span()) + self._spec.slide
 
     def _interval(self, time: Time) -> RDD[Any] | None:
         """The parent's records of ``time``, combined within each map task and shuffled into
@@ -132,7 +132,7 @@ class ReducedWindowedDStream(StateStream):
             combined = parent.mapPartitions(
                 lambda it: iter(combine_locally(it, func).items()), preservesPartitioning=True
             )
-            rdd = self._shuffled[time] = shuffled(combined, self.num_partitions)
+            rdd = self._shuffled[time] = shuffled(combined, self._partitions)
         return rdd
 
     def _fold(
@@ -144,14 +144,14 @@ class ReducedWindowedDStream(StateStream):
         for u in times:
             rdd = self._interval(u)
             groups.append([] if rdd is None else [rdd])
-        union = sectioned_union(self._ssc.section_marks, self.num_partitions, groups)
+        union = sectioned_union(self._ssc.section_marks, self._partitions, groups)
         func, inv = self._func, self._inv
-        times_ms, keep_after_ms = [u.ms for u in times], (time - self.spec.window).ms
+        times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
         if base_ms is None:
             return union.mapPartitions(
                 lambda it: fold_window(it, func, inv, times_ms, keep_after_ms), True
             )
-        directory, files = self.checkpoint_directory(base_ms), self.files
+        directory, files = self._checkpoint_dir(base_ms), self._files
 
         def from_checkpoint(i: int, it: Iterable[Any]) -> Iterable[Any]:
             saved = read_partition(files, partition_path(directory, i))
@@ -159,16 +159,16 @@ class ReducedWindowedDStream(StateStream):
 
         return union.mapPartitionsWithIndex(from_checkpoint, True)
 
-    def step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
+    def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         assert self._zero_time is not None
-        return self._fold(time, previous, entering(time, self.spec, self._zero_time))
+        return self._fold(time, previous, entering(time, self._spec, self._zero_time))
 
-    def rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
+    def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         assert self._zero_time is not None
-        times = window_times(time, self.spec, self._zero_time)
+        times = window_times(time, self._spec, self._zero_time)
         if base_ms is not None:
             times = [u for u in times if u.ms > base_ms]
-        if not self.available(self._parents[0], times, time):
+        if not self._available(self._parents[0], times, time):
             return None
         return self._fold(time, None, times, base_ms)
 
