@@ -212,4 +212,4 @@ class TrackView(DStream[Any]):
         """Where the state's snapshots are written (known once started)."""
         if self._state_stream._root is None:
             return None
-        return f"{self._state_stream._root.rstrip('/')}/state-{self._state_stream._stream_key_name}"
+        return f"{self._state_stream._root.rstrip('/')}/state-{self._state_stream._key}"

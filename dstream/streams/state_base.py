@@ -67,7 +67,7 @@ class StateStream(DStream[Any]):
         "restoring",
         "root",
         "files",
-        "_stream_key",
+        "_restored_key",
     )
 
     def _init_transient(self) -> None:
@@ -82,7 +82,7 @@ class StateStream(DStream[Any]):
         # How tasks reach the files under root (chosen by prepare_storage).
         self._files: TaskFiles = LocalTaskFiles()
         # Names this stream's checkpoint directory; a restored stream keeps its old key.
-        self._stream_key: str | None = None
+        self._restored_key: str | None = None
 
     # ---- what a state stream implements --------------------------------------------------
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -103,8 +103,8 @@ class StateStream(DStream[Any]):
 
     # ---- the mechanism ---------------------------------------------------------------------
     @property
-    def _stream_key_name(self) -> str:
-        return self._stream_key if self._stream_key is not None else str(self._id)
+    def _key(self) -> str:
+        return self._restored_key if self._restored_key is not None else str(self._id)
 
     @property
     def _checkpoint_every(self) -> Duration:
@@ -122,7 +122,7 @@ class StateStream(DStream[Any]):
     def _checkpoint_dir(self, time_ms: int) -> str:
         if self._root is None:
             raise RuntimeError(f"{self._label} has no storage directory; start() prepares it")
-        return checkpoint_dir(self._root, self._stream_key_name, time_ms)
+        return checkpoint_dir(self._root, self._key, time_ms)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         if self._zero_time is None:
@@ -211,7 +211,7 @@ class StateStream(DStream[Any]):
         live = self._live_checkpoints() | keep
         if not live:
             return
-        parent = f"{self._root.rstrip('/')}/state-{self._stream_key_name}"
+        parent = f"{self._root.rstrip('/')}/state-{self._key}"
         fs = filesystem_for(parent, self._ssc.sparkContext)
         newest = max(live)
         for name in fs.list_names(parent):
@@ -238,7 +238,7 @@ class StateStream(DStream[Any]):
         }
 
     def _journal_state(self) -> dict[str, Any] | None:
-        return {"checkpoint_ms": self._published_ms, "key": self._stream_key_name, "shape": self._shape()}
+        return {"checkpoint_ms": self._published_ms, "key": self._key, "shape": self._shape()}
 
     def _restore_state(self, state: dict[str, Any]) -> None:
         if state["shape"] != self._shape():
@@ -253,5 +253,5 @@ class StateStream(DStream[Any]):
                 f"({diff}); keep those settings, or start from a new checkpoint directory"
             )
         self._published_ms = state.get("checkpoint_ms")
-        self._stream_key = state["key"]
+        self._restored_key = state["key"]
         self._restoring = True
