@@ -75,14 +75,26 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--checkpoint DIRECTORY is required: it is what a restarted driver resumes from")
     started = time.time()
     sc = spark(args, "dstream-recoverable")
-    ssc = StreamingContext.getOrCreate(args.checkpoint, lambda: build(sc, args), sc)
+    created: list[bool] = []  # setup runs only when there is nothing to resume
+
+    def setup() -> StreamingContext:
+        created.append(True)
+        return build(sc, args)
+
+    ssc = StreamingContext.getOrCreate(args.checkpoint, setup, sc)
     ssc.addStreamingListener(Report())
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     ssc.start()
     print(
-        json.dumps({"started": True, "restored": ssc.restored, "startup_s": time.time() - started}),
+        json.dumps(
+            {
+                "started": True,
+                "restored": not created,
+                "startup_s": time.time() - started,
+            }
+        ),
         flush=True,
     )
     stop.wait(args.seconds)

@@ -78,7 +78,7 @@ def measure_dstream(sc: Any, batches: int, batch_ms: int, warmup: int) -> dict[s
     build(ssc, sc, sink)
     ssc.start()
     sink.done.wait(600)
-    stats = ssc.scheduler.stats
+    stats = ssc._scheduler.stats
     ssc.stop(stopSparkContext=False)
     row = summarize("dstream", sink.ms[warmup:])
     row["median_generate_ms"] = 1000 * statistics.median(list(stats.generate_s)[warmup:])

@@ -30,7 +30,6 @@ from dstream.scheduler.recovery import resume_time
 from dstream.settings import StreamingSettings
 from dstream.storage.journal import CheckpointDirectoryError
 from dstream.streams.graph import DStreamGraph
-from dstream.streams.state_base import StateStream
 from dstream.time import Duration, Time, to_duration
 
 if TYPE_CHECKING:
@@ -38,10 +37,11 @@ if TYPE_CHECKING:
 
     from dstream.api.columnar import BatchStream
     from dstream.dstream import DStream
+    from dstream.scheduler.checkpointer import Checkpointer
+    from dstream.scheduler.coordinator import BatchCoordinator
     from dstream.scheduler.monitor import ExecutorMonitor
-    from dstream.scheduler.recovery import JournalWriter
     from dstream.scheduler.scheduler import JobScheduler
-    from dstream.storage.journal import MetadataJournal
+    from dstream.storage.journal import JournalRecord, MetadataJournal
     from dstream.streams.copartitioned import SectionMarks
 
 __all__ = ["StreamingContext"]
@@ -83,24 +83,24 @@ class StreamingContext:
                 "or StreamingContext(sc, '500ms')"
             )
         self._sc = sparkContext
-        self.batch_duration: Duration = to_duration(batchDuration, "batchDuration")
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.settings = settings if settings is not None else StreamingSettings()
+        self._batch_duration: Duration = to_duration(batchDuration, "batchDuration")
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._settings = settings if settings is not None else StreamingSettings()
         self._id = next(_ids)
-        self._graph = DStreamGraph(self.batch_duration)
+        self._graph = DStreamGraph(self._batch_duration)
         self._bus = ListenerBus()
         self._state = "initialized"
         self._state_lock = threading.Condition()
         self._error: StreamingJobError | None = None
         self._scheduler: JobScheduler | None = None
         self._monitor: ExecutorMonitor | None = None
-        self.checkpoint_directory: str | None = None
+        self._checkpoint_dir: str | None = None
         self._temp_storage: str | None = None
         self._section_marks: SectionMarks | None = None
         self._checkpointer: Checkpointer | None = None
         self._journal: MetadataJournal | None = None
-        self._journal_writer: JournalWriter | None = None
-        self._restored_from: dict[str, Any] | None = None
+        self._coordinator: BatchCoordinator | None = None
+        self._restored_from: JournalRecord | None = None
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -113,11 +113,6 @@ class StreamingContext:
     @property
     def sparkContext(self) -> SparkContext:
         return self._sc
-
-    @property
-    def state(self) -> str:
-        """'initialized', 'active' or 'stopped'."""
-        return self._state
 
     def _check_can_add(self, what: str) -> None:
         if self._state != "initialized":
@@ -268,7 +263,7 @@ class StreamingContext:
         self._check_can_add("checkpoint")
         if not isinstance(directory, str) or not directory:
             raise ValueError(f"checkpoint() directory {directory!r} must be a non-empty path")
-        self.checkpoint_directory = directory
+        self._checkpoint_dir = directory
 
     def addStreamingListener(self, streamingListener: StreamingListener) -> None:
         if not isinstance(streamingListener, StreamingListener):
@@ -281,6 +276,9 @@ class StreamingContext:
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         """Validate the program and start generating one batch per interval."""
+        from dstream.scheduler.checkpointer import Checkpointer
+        from dstream.scheduler.coordinator import BatchCoordinator
+        from dstream.scheduler.events import CheckpointWritten
         from dstream.scheduler.scheduler import JobScheduler
 
         with self._state_lock:
@@ -301,37 +299,39 @@ class StreamingContext:
                 root = self._storage_root()
                 for stream in self._graph.streams:
                     stream._prepare_storage(root)
-            now = self.clock.now()
+            now = self._clock.now()
             if self._restored_from is not None:
                 zero, first = resume_time(self._restored_from)
             else:
-                first = now.floor(self.batch_duration) + self.batch_duration
-                zero = first - self.batch_duration
+                first = now.floor(self._batch_duration) + self._batch_duration
+                zero = first - self._batch_duration
             self._graph.start(zero)
-            if self.checkpoint_directory is not None:
-                self._open_journal()
+            journal = self._open_journal() if self._checkpoint_dir is not None else None
+            self._monitor = self._start_monitor()
+            self._coordinator = BatchCoordinator(self, journal, self._monitor)
+            scheduler = JobScheduler(
+                self._graph,
+                self._sc,
+                clock=self._clock,
+                settings=self._settings,
+                bus=self._bus,
+                on_error=self._report_error,
+                group_prefix=self._job_group_prefix,
+                hooks=self._coordinator,
+            )
             if any(s._is_state for s in self._graph.streams):
                 self._checkpointer = Checkpointer(
-                    self._sc, self.job_group_prefix, self._checkpoint_written
+                    self._sc,
+                    self._job_group_prefix,
+                    lambda stream, time: scheduler.post(CheckpointWritten(stream, time)),
                 )
                 self._checkpointer.start()
-            self._monitor = self._start_monitor()
             self._bus.start()
             self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
             for source in self._graph.inputs:
                 source._start()
-            self._scheduler = JobScheduler(
-                self._graph,
-                self._sc,
-                clock=self.clock,
-                settings=self.settings,
-                bus=self._bus,
-                on_error=self._report_error,
-                group_prefix=self.job_group_prefix,
-                on_generated=self._batch_generated,
-                on_completed=self._batch_completed,
-            )
-            self._scheduler.start(first)
+            self._scheduler = scheduler
+            scheduler.start(first)
             self._state = "active"
             _running[self._id] = self
 
@@ -345,7 +345,7 @@ class StreamingContext:
         )
         from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
 
-        policy = self.settings.executor_avoidance
+        policy = self._settings.executor_avoidance
         if policy is not None and not supports_executor_control(self._sc.master or ""):
             raise ValueError(
                 f"settings.executor_avoidance needs executors in JVMs of their own, but the "
@@ -363,7 +363,7 @@ class StreamingContext:
             return None
         monitor = ExecutorMonitor(
             feed,
-            self.job_group_prefix,
+            self._job_group_prefix,
             policy=policy,
             control=SparkExecutorControl(self._sc) if policy is not None else None,
         )
@@ -382,7 +382,7 @@ class StreamingContext:
 
     # ---- checkpoints and the metadata journal -----------------------------------------------
     def _check_max_history(self) -> None:
-        limit = self.settings.max_history
+        limit = self._settings.max_history
         if limit is None:
             return
         for stream in self._graph.streams:
@@ -393,73 +393,27 @@ class StreamingContext:
                     "than its last checkpoint must still be there to be recomputed"
                 )
 
-    def _open_journal(self) -> None:
-        from dstream.scheduler.recovery import JournalWriter
+    def _open_journal(self) -> MetadataJournal:
+        """The journal of this program's checkpoint directory: the one getOrCreate() read,
+        or a new one, which must not hold another program's records."""
         from dstream.storage.filesystem import filesystem_for
         from dstream.storage.journal import MetadataJournal
 
-        assert self.checkpoint_directory is not None
+        assert self._checkpoint_dir is not None
         journal = self._journal
         if journal is None:
-            fs = filesystem_for(self.checkpoint_directory, self._sc)
-            journal = MetadataJournal(fs, self.checkpoint_directory)
+            fs = filesystem_for(self._checkpoint_dir, self._sc)
+            journal = MetadataJournal(fs, self._checkpoint_dir)
             journal.check_directory(create=True)
             if journal.read_latest() is not None:
                 raise CheckpointDirectoryError(
-                    f"checkpoint directory {self.checkpoint_directory} already holds the metadata "
+                    f"checkpoint directory {self._checkpoint_dir} already holds the metadata "
                     "of a streaming program; resume it with StreamingContext.getOrCreate("
-                    f"{self.checkpoint_directory!r}, setup), or choose a new directory"
+                    f"{self._checkpoint_dir!r}, setup), or choose a new directory"
                 )
         journal.delete_stale_temporaries()
         self._journal = journal
-        self._journal_writer = JournalWriter(self, journal)
-
-    def _batch_generated(self, time: Time, pending: list[Time], completed: Time | None) -> None:
-        if self._journal_writer is not None:
-            self._journal_writer.write(time, completed, pending)
-
-    def _batch_completed(self, time: Time, pending: list[Time], completed: Time | None) -> None:
-        if self._monitor is not None:
-            self._monitor.interval_completed(time)
-        writer = self._journal_writer
-        if writer is not None:
-            writer.write(
-                self._scheduler.last_generated if self._scheduler else time, completed, pending
-            )
-        self._delete_unused_checkpoints()
-
-    def _checkpoint_written(self, stream: StateStream, time: Time) -> None:
-        """A state checkpoint is complete: record it before anything older is deleted."""
-        if self._journal_writer is not None and self._scheduler is not None:
-            sched = self._scheduler
-            try:
-                self._journal_writer.write(
-                    sched.last_generated, sched.completed_upto, sched.pending()
-                )
-            except Exception as exc:
-                # Without its record the checkpoint cannot be relied on, and neither can any
-                # record after it: stop, loudly.
-                sched.halt(
-                    f"writing the metadata record for the checkpoint of {stream._label}", exc, time
-                )
-
-    def _delete_unused_checkpoints(self) -> None:
-        writer = self._journal_writer
-        for stream in self._graph.streams:
-            if isinstance(stream, StateStream):
-                keep = writer.protected_checkpoints(stream._id) if writer is not None else set()
-                stream._delete_unused_checkpoints(keep)
-
-    @property
-    def checkpointer(self) -> Checkpointer:
-        if self._checkpointer is None:
-            raise ContextStateError("the checkpointer runs once a program with state is started")
-        return self._checkpointer
-
-    @property
-    def restored(self) -> bool:
-        """Whether this context was rebuilt from a metadata record by getOrCreate()."""
-        return self._restored_from is not None
+        return journal
 
     @classmethod
     def getOrCreate(
@@ -482,52 +436,19 @@ class StreamingContext:
         saved state is bound to its streams by name (``setName()``, or the operator and its
         rank), after checking that each is compatible.
         """
-        from pyspark import SparkConf, SparkContext
+        from pyspark import SparkContext
 
-        from dstream.scheduler.recovery import read_record, restore_into
-        from dstream.storage.filesystem import filesystem_for
-        from dstream.storage.journal import MetadataJournal
+        from dstream.scheduler.recovery import recover
 
         check_callable(setupFunc, "getOrCreate", "setupFunc")
-        sc = sparkContext or SparkContext._active_spark_context
-        if sc is None and "://" in checkpointPath and not checkpointPath.startswith("file:"):
-            sc = SparkContext(conf=SparkConf())
-        journal = MetadataJournal(filesystem_for(checkpointPath, sc), checkpointPath)
-        journal.check_directory(create=False)
-        latest = journal.read_latest()
-        if latest is None:
-            return cls._set_up(setupFunc, checkpointPath)
-        record = read_record(latest.payload)
-        if rebuildGraph:
-            ssc = cls._set_up(setupFunc, checkpointPath)
-        else:
-            if sc is None:
-                spark = record["spark"]
-                sc = SparkContext(
-                    conf=SparkConf().setMaster(spark["master"]).setAppName(spark["app"])
-                )
-            ssc = cls(sc, Duration(record["batch_ms"]), clock=clock, settings=settings)
-            ssc.checkpoint_directory = checkpointPath
-        restore_into(ssc, record, rebuild_graph=rebuildGraph)
-        ssc._journal = journal
-        return ssc
-
-    @staticmethod
-    def _set_up(setupFunc: Callable[[], StreamingContext], path: str) -> StreamingContext:
-        """The program ``setupFunc()`` defines, bound to the checkpoint directory ``path``."""
-        ssc = setupFunc()
-        if not isinstance(ssc, StreamingContext):
-            raise TypeError(
-                f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
-            )
-        if ssc.checkpoint_directory is None:
-            ssc.checkpoint_directory = path
-        elif ssc.checkpoint_directory.rstrip("/") != path.rstrip("/"):
-            raise ValueError(
-                f"setupFunc set the checkpoint directory {ssc.checkpoint_directory}, but "
-                f"getOrCreate was given {path}; use the same directory in both"
-            )
-        return ssc
+        return recover(
+            checkpointPath,
+            setupFunc,
+            sparkContext or SparkContext._active_spark_context,
+            rebuild_graph=rebuildGraph,
+            clock=clock,
+            settings=settings,
+        )
 
     @classmethod
     def getActive(cls) -> StreamingContext | None:
@@ -563,7 +484,7 @@ class StreamingContext:
             self._sc.stop()
 
     @property
-    def section_marks(self) -> SectionMarks:
+    def _marks(self) -> SectionMarks:
         """Cached one-mark-per-partition RDDs for sectioned unions of keyed state."""
         if self._section_marks is None:
             from dstream.streams.copartitioned import SectionMarks
@@ -572,7 +493,7 @@ class StreamingContext:
         return self._section_marks
 
     @property
-    def job_group_prefix(self) -> str:
+    def _job_group_prefix(self) -> str:
         """Spark job groups of this context's jobs start with this."""
         return f"dstream-{self._sc.applicationId}-{self._id}"
 
@@ -580,8 +501,8 @@ class StreamingContext:
         """Where streams keep their own files: the checkpoint directory, or, when none is set
         and every executor shares this machine's file system (local masters), a temporary
         directory removed at stop()."""
-        if self.checkpoint_directory is not None:
-            return self.checkpoint_directory
+        if self._checkpoint_dir is not None:
+            return self._checkpoint_dir
         master = self._sc.master or ""
         if not master.startswith("local"):
             raise ValueError(
@@ -633,13 +554,3 @@ class StreamingContext:
         if halted is not None:
             raise halted
         return False
-
-    @property
-    def scheduler(self) -> JobScheduler:
-        if self._scheduler is None:
-            raise ContextStateError("the scheduler exists once start() has been called")
-        return self._scheduler
-
-    @property
-    def listener_bus(self) -> ListenerBus:
-        return self._bus

@@ -187,7 +187,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             if not ssc.wait_for_batch(Time(i * B), 300):
                 raise RuntimeError(f"interval {i} did not complete")
             processing[i * B] = round((time.perf_counter() - started) * 1000)
-        ssc.listener_bus.wait_until_empty(30)
+        ssc._bus.wait_until_empty(30)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
         if slower is not None:

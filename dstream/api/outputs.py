@@ -98,7 +98,7 @@ class OutputOps(StateOps[T]):
 
         def commit_log(label: str) -> CommitLog:
             if label not in logs:
-                root = ssc.checkpoint_directory
+                root = ssc._checkpoint_dir
                 directory = None if root is None else f"{root.rstrip('/')}/outputs/{label}"
                 fs = None if directory is None else filesystem_for(directory, ssc.sparkContext)
                 logs[label] = CommitLog(fs, directory)
@@ -114,8 +114,8 @@ class OutputOps(StateOps[T]):
             fn(time, rdd)
             log.commit(time.ms)
             # Intervals this far back are complete and never redone after a restart.
-            horizon = time.ms - 100 * ssc.batch_duration.ms
-            if (time.ms // ssc.batch_duration.ms) % 100 == 0:
+            horizon = time.ms - 100 * ssc._batch_duration.ms
+            if (time.ms // ssc._batch_duration.ms) % 100 == 0:
                 log.prune(horizon)
 
         _output(self, write_once, name="save", user_functions=(uf,))

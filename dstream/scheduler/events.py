@@ -4,11 +4,22 @@ these; the event loop is the only code that changes the scheduler's state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dstream.errors import StreamingJobError
 from dstream.time import Time
 
-__all__ = ["Event", "GenerateJobs", "JobFinished", "JobStarted", "Shutdown"]
+if TYPE_CHECKING:
+    from dstream.streams.state_base import StateStream
+
+__all__ = [
+    "CheckpointWritten",
+    "GenerateJobs",
+    "JobFinished",
+    "JobStarted",
+    "SchedulerEvent",
+    "Shutdown",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +45,17 @@ class JobFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointWritten:
+    """The checkpointer finished writing ``stream``'s state of ``time`` (posted from its
+    thread: the journal record that makes the checkpoint count is written by the loop)."""
+
+    stream: StateStream
+    time: Time
+
+
+@dataclass(frozen=True, slots=True)
 class Shutdown:
     """Leave the event loop (posted last by ``stop()``)."""
 
 
-Event = GenerateJobs | JobStarted | JobFinished | Shutdown
+SchedulerEvent = GenerateJobs | JobStarted | JobFinished | CheckpointWritten | Shutdown

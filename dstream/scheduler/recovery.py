@@ -1,35 +1,31 @@
-"""Driver recovery: what each metadata record holds, writing it, and rebuilding a context.
+"""Driver recovery: rebuilding a StreamingContext from the newest metadata record.
 
-A record (see :mod:`dstream.storage.journal` for the file format) is a pickled dict::
-
-    format, batch_ms, zero_ms        the clock grid of the program
-    generated_ms, completed_ms       the last interval generated / completed (every interval
-    pending                          up to completed_ms is done; pending ones are redone)
-    graph                            the streams and user functions (pickled once, at start)
-    names                            each stream's journal name (for rebinding changed code)
-    streams                          per stream, what changes every interval: the files each
-                                     interval read, each state's last checkpoint
-    spark                            master and application name, to recreate a SparkContext
-
-Written after an interval's jobs are generated (so the files it reads are on record before
-any output of it happens) and after it completes.
+``StreamingContext.getOrCreate`` comes here. The record (:class:`JournalRecord`) holds the
+program as it was started (graph and functions), each stream's carried-over state (the files
+every interval read, each state's last checkpoint) and where the program was; a restored
+context then starts at the first interval not known to be complete, rebuilds state from the
+checkpoints, and recomputes from durable input what the checkpoints do not cover.
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dstream.storage.graph_pickle import dumps_graph, loads_graph
-from dstream.storage.journal import FORMAT_VERSION, MetadataJournal
+from dstream.storage.graph_pickle import loads_graph
+from dstream.storage.journal import JournalRecord, MetadataJournal
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+    from dstream.clock import Clock
     from dstream.context import StreamingContext
+    from dstream.settings import StreamingSettings
     from dstream.streams.base import DStreamCore
 
-__all__ = ["JournalWriter", "journal_names", "restore_into"]
+__all__ = ["journal_names", "recover", "restore_into", "resume_time"]
 
 log = logging.getLogger(__name__)
 
@@ -46,72 +42,74 @@ def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
     return names
 
 
-class JournalWriter:
-    def __init__(self, ssc: StreamingContext, journal: MetadataJournal) -> None:
-        self._ssc = ssc
-        self._journal = journal
-        graph = ssc._graph
-        self._graph_bytes = dumps_graph(
-            {
-                "streams": graph.streams,
-                "inputs": [s._id for s in graph.inputs],
-                "outputs": [s._id for s in graph.outputs],
-                "remember": graph._remember_duration,
-            },
-            ssc,
-            ssc.sparkContext,
+def recover(
+    path: str,
+    setup: Callable[[], StreamingContext],
+    sc: SparkContext | None,
+    *,
+    rebuild_graph: bool,
+    clock: Clock | None,
+    settings: StreamingSettings | None,
+) -> StreamingContext:
+    """The program whose metadata is in ``path``, resumed; or ``setup()``'s when there is none."""
+    from pyspark import SparkConf, SparkContext
+
+    from dstream.context import StreamingContext
+    from dstream.storage.filesystem import filesystem_for
+
+    if sc is None and "://" in path and not path.startswith("file:"):
+        sc = SparkContext(conf=SparkConf())
+    journal = MetadataJournal(filesystem_for(path, sc), path)
+    journal.check_directory(create=False)
+    latest = journal.read_latest()
+    if latest is None:
+        return _set_up(setup, path)
+    record = latest.record
+    if rebuild_graph:
+        ssc = _set_up(setup, path)
+    else:
+        if sc is None:
+            sc = SparkContext(
+                conf=SparkConf().setMaster(record.spark_master).setAppName(record.spark_app)
+            )
+        ssc = StreamingContext(sc, Duration(record.batch_ms), clock=clock, settings=settings)
+        ssc._checkpoint_dir = path
+    restore_into(ssc, record, rebuild_graph=rebuild_graph)
+    ssc._journal = journal
+    return ssc
+
+
+def _set_up(setup: Callable[[], StreamingContext], path: str) -> StreamingContext:
+    """The program ``setup()`` defines, bound to the checkpoint directory ``path``."""
+    from dstream.context import StreamingContext
+
+    ssc = setup()
+    if not isinstance(ssc, StreamingContext):
+        raise TypeError(
+            f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
         )
-        self._names = journal_names(graph.streams)
-        # Checkpoints referenced by the records still on disk: not to be deleted.
-        self._recent_refs: list[dict[int, int]] = []
-
-    def write(self, generated: Time | None, completed: Time | None, pending: list[Time]) -> None:
-        ssc, graph = self._ssc, self._ssc._graph
-        states = {}
-        refs = {}
-        for stream in graph.streams:
-            state = stream._journal_state()
-            if state is not None:
-                states[stream._id] = state
-                if state.get("checkpoint_ms") is not None:
-                    refs[stream._id] = state["checkpoint_ms"]
-        assert graph._zero_time is not None
-        record = {
-            "format": FORMAT_VERSION,
-            "batch_ms": graph.batch_duration.ms,
-            "zero_ms": graph._zero_time.ms,
-            "generated_ms": None if generated is None else generated.ms,
-            "completed_ms": None if completed is None else completed.ms,
-            "pending": [t.ms for t in pending],
-            "graph": self._graph_bytes,
-            "names": self._names,
-            "streams": states,
-            "spark": {"master": ssc.sparkContext.master, "app": ssc.sparkContext.appName},
-        }
-        self._journal.write(pickle.dumps(record, protocol=5))
-        self._recent_refs = [*self._recent_refs[-2:], refs]
-
-    def protected_checkpoints(self, stream_id: int) -> set[int]:
-        return {refs[stream_id] for refs in self._recent_refs if stream_id in refs}
+    if ssc._checkpoint_dir is None:
+        ssc._checkpoint_dir = path
+    elif ssc._checkpoint_dir.rstrip("/") != path.rstrip("/"):
+        raise ValueError(
+            f"setupFunc set the checkpoint directory {ssc._checkpoint_dir}, but "
+            f"getOrCreate was given {path}; use the same directory in both"
+        )
+    return ssc
 
 
-def read_record(payload: bytes) -> dict[str, Any]:
-    record: dict[str, Any] = pickle.loads(payload)
-    return record
-
-
-def restore_into(ssc: StreamingContext, record: dict[str, Any], rebuild_graph: bool) -> None:
+def restore_into(ssc: StreamingContext, record: JournalRecord, rebuild_graph: bool) -> None:
     """Bind a record to ``ssc``: with ``rebuild_graph`` the streams are the ones the new code
     defined (matched by journal name); otherwise the saved graph replaces them."""
-    if record["batch_ms"] != ssc.batch_duration.ms:
+    if record.batch_ms != ssc._batch_duration.ms:
         raise ValueError(
-            f"the checkpoint was written with a batch interval of {record['batch_ms']} ms and "
-            f"the program now uses {ssc.batch_duration.ms} ms; keep the batch interval, or "
+            f"the checkpoint was written with a batch interval of {record.batch_ms} ms and "
+            f"the program now uses {ssc._batch_duration.ms} ms; keep the batch interval, or "
             "start from a new checkpoint directory"
         )
     graph = ssc._graph
     if not rebuild_graph:
-        saved = loads_graph(record["graph"], ssc, ssc.sparkContext)
+        saved = loads_graph(record.graph, ssc, ssc.sparkContext)
         graph.streams = saved["streams"]
         graph.inputs = [graph.streams[i] for i in saved["inputs"]]
         graph.outputs = [graph.streams[i] for i in saved["outputs"]]
@@ -121,7 +119,7 @@ def restore_into(ssc: StreamingContext, record: dict[str, Any], rebuild_graph: b
         by_old_id: dict[int, DStreamCore[Any]] = {s._id: s for s in graph.streams}
     else:
         new_names = journal_names(graph.streams)
-        wanted = {name: sid for sid, name in record["names"].items() if sid in record["streams"]}
+        wanted = {name: sid for sid, name in record.names.items() if sid in record.streams}
         found = {name: sid for sid, name in new_names.items()}
         missing = sorted(set(wanted) - set(found))
         if missing:
@@ -133,22 +131,22 @@ def restore_into(ssc: StreamingContext, record: dict[str, Any], rebuild_graph: b
                 + "); name streams with setName() to match, or start from a new checkpoint"
             )
         by_old_id = {sid: graph.streams[found[name]] for name, sid in wanted.items()}
-    for old_id, state in record["streams"].items():
+    for old_id, state in record.streams.items():
         target = by_old_id.get(old_id)
         if target is not None:
             target._restore_state(state)
     ssc._restored_from = record
     log.info(
         "restored from the metadata journal: completed up to %s ms, %d pending intervals",
-        record["completed_ms"],
-        len(record["pending"]),
+        record.completed_ms,
+        len(record.pending_ms),
     )
 
 
-def resume_time(record: dict[str, Any]) -> tuple[Time, Time]:
+def resume_time(record: JournalRecord) -> tuple[Time, Time]:
     """(zero time, first interval to run) of a restored program."""
-    batch = Duration(record["batch_ms"])
-    zero = Time(record["zero_ms"])
-    done = record["completed_ms"]
+    batch = Duration(record.batch_ms)
+    zero = Time(record.zero_ms)
+    done = record.completed_ms
     first = (Time(done) if done is not None else zero) + batch
     return zero, first

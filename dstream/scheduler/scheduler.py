@@ -4,8 +4,10 @@
 
     timer thread ──GenerateJobs(t)──▶ ┌──────────────┐ ──submit──▶ job threads (≤ depth)
     job threads ──JobStarted/Finished─▶│  event loop  │            each job in the Spark job
-    stop()     ──Shutdown────────────▶ └──────────────┘            group of its interval
-                                         │ listeners (own thread), errors, clear_metadata
+    checkpointer ─CheckpointWritten───▶│              │            group of its interval
+    stop()     ──Shutdown────────────▶ └──────────────┘
+                                         │ listeners (own thread), errors, clear_metadata,
+                                         │ the coordinator's hooks (metadata journal)
 
 Only the event loop changes batch state. Job generation for interval t runs on the event
 loop: it builds RDDs (lazily, on the driver) and hands each output's job to the job pool; the
@@ -51,7 +53,15 @@ from dstream.listener import (
     StreamingListenerOutputOperationCompleted,
     StreamingListenerOutputOperationStarted,
 )
-from dstream.scheduler.events import Event, GenerateJobs, JobFinished, JobStarted, Shutdown
+from dstream.scheduler.coordinator import Progress
+from dstream.scheduler.events import (
+    CheckpointWritten,
+    GenerateJobs,
+    JobFinished,
+    JobStarted,
+    SchedulerEvent,
+    Shutdown,
+)
 from dstream.scheduler.failures import describe_failure
 from dstream.scheduler.timer import RecurringTimer
 from dstream.time import Time
@@ -61,16 +71,15 @@ if TYPE_CHECKING:
 
     from dstream.clock import Clock
     from dstream.errors import StreamingJobError
+    from dstream.scheduler.coordinator import BatchCoordinator
     from dstream.settings import StreamingSettings
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import Job
+    from dstream.streams.state_base import StateStream
 
-__all__ = ["BatchHook", "JobScheduler", "OverheadStats"]
+__all__ = ["JobScheduler", "OverheadStats"]
 
 log = logging.getLogger(__name__)
-
-# (batch time, pending batch times, completed-up-to time)
-BatchHook = Callable[[Time, list[Time], Time | None], None]
 
 
 @dataclass
@@ -102,8 +111,7 @@ class JobScheduler:
         bus: ListenerBus,
         on_error: Callable[[StreamingJobError], None],
         group_prefix: str,
-        on_generated: BatchHook | None = None,
-        on_completed: BatchHook | None = None,
+        hooks: BatchCoordinator,
     ) -> None:
         self._graph = graph
         self._sc = sc
@@ -112,9 +120,8 @@ class JobScheduler:
         self._bus = bus
         self._on_error = on_error
         self._group_prefix = group_prefix
-        self._on_generated = on_generated
-        self._on_completed = on_completed
-        self._events: queue.Queue[Event] = queue.Queue()
+        self._hooks = hooks
+        self._events: queue.Queue[SchedulerEvent] = queue.Queue()
         self._timer = RecurringTimer(
             clock, graph.batch_duration, lambda t: self.post(GenerateJobs(t)), "dstream-timer"
         )
@@ -142,7 +149,7 @@ class JobScheduler:
         self.stats = OverheadStats()
 
     # ---- control (any thread) -------------------------------------------------------------
-    def post(self, event: Event) -> None:
+    def post(self, event: SchedulerEvent) -> None:
         self._events.put(event)
 
     def start(self, first_batch: Time) -> None:
@@ -203,6 +210,9 @@ class JobScheduler:
         with self._done:
             return sorted(self._batches)
 
+    def _progress(self) -> Progress:
+        return Progress(self.last_generated, self.completed_upto, tuple(self.pending()))
+
     @property
     def completed_batches(self) -> list[Time]:
         with self._done:
@@ -240,6 +250,8 @@ class JobScheduler:
                         self._job_started(time, index, at_ms)
                     case JobFinished(time, index, at_ms, error):
                         self._job_finished(time, index, at_ms, error)
+                    case CheckpointWritten(stream, time):
+                        self._checkpoint_written(stream, time)
                     case Shutdown():
                         return
             except Exception as exc:
@@ -266,6 +278,16 @@ class JobScheduler:
         log.error("%s", self._halted)
         self._on_error(self._halted)
 
+    def _checkpoint_written(self, stream: StateStream, time: Time) -> None:
+        try:
+            self._hooks.checkpoint_written(stream, time, self._progress())
+        except Exception as exc:
+            # Without its record the checkpoint cannot be relied on, and neither can any
+            # record after it: stop, loudly.
+            self.halt(
+                f"writing the metadata record for the checkpoint of {stream._label}", exc, time
+            )
+
     @property
     def halted(self) -> HaltedError | None:
         return self._halted
@@ -285,10 +307,9 @@ class JobScheduler:
         with self._done:
             self._batches[time] = batch
             self._last_generated = time
-        if self._on_generated is not None:
-            # Before any job runs: e.g. the metadata journal records which input this
-            # interval reads before any of its output can happen.
-            self._on_generated(time, self.pending(), self.completed_upto)
+        # Before any job runs: the metadata journal records which input this interval reads
+        # before any of its output can happen.
+        self._hooks.batch_generated(time, self._progress())
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
         for job in jobs:
             previous, self._last_job = self._last_job, (time, job.output_index)
@@ -393,8 +414,7 @@ class JobScheduler:
         with self._done:
             del self._batches[batch.time]
             self._completed.append(batch.time)
-        if self._on_completed is not None:
-            self._on_completed(batch.time, self.pending(), self.completed_upto)
+        self._hooks.batch_completed(batch.time, self._progress())
         with self._done:
             self._settled = batch.time
             self._done.notify_all()

@@ -132,7 +132,7 @@ class FileInputDStream(InputDStream):
     def _remember_window(self) -> Duration:
         # Whole batches, at least the configured file_remember.
         batch = self._slide_duration
-        want = self._ssc.settings.file_remember
+        want = self._ssc._settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
     def _read(self, time: Time) -> RDD[Any] | None:

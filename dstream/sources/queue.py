@@ -61,7 +61,7 @@ class QueueInputDStream(InputDStream):
         return self._ssc.sparkContext.parallelize(records), len(records)
 
     def _validate(self) -> None:
-        if getattr(self, "_restored", False) and self._ssc.restored:
+        if getattr(self, "_restored", False) and self._ssc._restored_from is not None:
             raise ValueError(
                 f"{self._label} cannot be recovered after a driver failure: its RDDs lived in "
                 "the old driver. Use a durable source (textFileStream, rateStream) for a "

@@ -14,7 +14,8 @@ only after a newer one is durable.
     <checkpoint dir>/metadata/record-000000000042
     <checkpoint dir>/metadata/record-000000000043   (newest)
 
-A record file is ``MAGIC | version (u16) | length (u64) | sha256(payload) | payload``.
+A record file is ``MAGIC | version (u16) | length (u64) | sha256(payload) | payload``; the
+payload is one :class:`JournalRecord`, checked field by field when it is read.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import pickle
 import struct
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from dstream.errors import DStreamError
 from dstream.storage.filesystem import FileSystem, join
@@ -32,6 +35,8 @@ from dstream.storage.filesystem import FileSystem, join
 __all__ = [
     "FORMAT_VERSION",
     "CheckpointDirectoryError",
+    "CorruptRecordError",
+    "JournalRecord",
     "MetadataJournal",
     "decode_record",
     "encode_record",
@@ -40,7 +45,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAGIC = b"DSTRJRNL"
-FORMAT_VERSION = 1
+# 2: the journal record is a typed JournalRecord, and the program's classes moved to
+# dstream.api / dstream.streams / dstream.tasks (a format-1 graph names the old modules).
+FORMAT_VERSION = 2
 _HEADER = struct.Struct("<8sHQ32s")
 MARKER = "DSTREAM"
 _PREFIX = "record-"
@@ -83,9 +90,81 @@ def decode_record(data: bytes, name: str = "record") -> bytes:
 
 
 @dataclass(frozen=True)
+class JournalRecord:
+    """What a restarted driver needs to carry on, as of one moment of the running program.
+
+    ``generated_ms``/``completed_ms``: the last interval generated, and the interval up to
+    which every interval is complete; ``pending_ms`` were generated and not complete (they
+    are run again). ``graph`` is the pickled program (streams and user functions, written
+    once at start), ``names`` each stream's journal name (to rebind changed code),
+    ``streams`` what each stream must carry over (the files each interval read, a state's
+    last checkpoint), ``spark_master``/``spark_app`` recreate a SparkContext.
+    """
+
+    batch_ms: int
+    zero_ms: int
+    generated_ms: int | None
+    completed_ms: int | None
+    pending_ms: tuple[int, ...]
+    graph: bytes
+    names: dict[int, str]
+    streams: dict[int, dict[str, Any]]
+    spark_master: str
+    spark_app: str
+
+    def to_payload(self) -> bytes:
+        return pickle.dumps(asdict(self), protocol=5)
+
+    @classmethod
+    def from_payload(cls, payload: bytes, name: str = "record") -> JournalRecord:
+        """The record in ``payload``; :class:`CorruptRecordError` names the first field that is
+        missing or of the wrong type."""
+        try:
+            raw = pickle.loads(payload)
+        except Exception as exc:
+            raise CorruptRecordError(f"{name}: payload does not unpickle ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise CorruptRecordError(f"{name}: payload is a {type(raw).__name__}, not a record")
+        for field in fields(cls):
+            if field.name not in raw:
+                raise CorruptRecordError(f"{name}: the record has no field {field.name!r}")
+            if not _CHECKS[field.name](raw[field.name]):
+                raise CorruptRecordError(
+                    f"{name}: field {field.name!r} is {raw[field.name]!r:.200}, not {field.type}"
+                )
+        return cls(**{f.name: raw[f.name] for f in fields(cls)})
+
+
+def _opt_int(v: object) -> bool:
+    return v is None or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def _int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_CHECKS: dict[str, Any] = {
+    "batch_ms": lambda v: _int(v) and v > 0,
+    "zero_ms": _int,
+    "generated_ms": _opt_int,
+    "completed_ms": _opt_int,
+    "pending_ms": lambda v: isinstance(v, tuple) and all(_int(x) for x in v),
+    "graph": lambda v: isinstance(v, bytes),
+    "names": lambda v: (
+        isinstance(v, dict) and all(_int(k) and isinstance(n, str) for k, n in v.items())
+    ),
+    "streams": lambda v: (
+        isinstance(v, dict) and all(_int(k) and isinstance(s, dict) for k, s in v.items())
+    ),
+    "spark_master": lambda v: isinstance(v, str),
+    "spark_app": lambda v: isinstance(v, str),
+}
+
+
+@dataclass(frozen=True)
 class Record:
     seq: int
-    payload: bytes
+    record: JournalRecord
 
 
 class MetadataJournal:
@@ -152,7 +231,9 @@ class MetadataJournal:
         for seq in seqs:
             path = self._path(seq)
             try:
-                payload = decode_record(self._fs.read_bytes(path), path)
+                record = JournalRecord.from_payload(
+                    decode_record(self._fs.read_bytes(path), path), path
+                )
             except CorruptRecordError as exc:
                 log.warning("skipping metadata record: %s", exc)
                 problems.append(str(exc))
@@ -161,15 +242,16 @@ class MetadataJournal:
                 problems.append(f"{path}: {exc}")
                 continue
             self._next_seq = max(seqs) + 1
-            return Record(seq, payload)
+            return Record(seq, record)
         if seqs:
             raise CheckpointDirectoryError(
                 f"no readable metadata record in {self.meta}: " + "; ".join(problems)
             )
         return None
 
-    def write(self, payload: bytes) -> int:
+    def write(self, record: JournalRecord) -> int:
         """Write the next record durably (temporary file, then rename); returns its number."""
+        payload = record.to_payload()
         seq = self._next_seq
         self._next_seq += 1
         final = self._path(seq)

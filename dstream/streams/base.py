@@ -203,7 +203,7 @@ class DStreamCore(Generic[T]):
         with self._lock:
             keep = self._remember_duration or self._slide_duration
             # The paper's maximum history: forget older RDDs whatever wants them longer.
-            limit = self._ssc.settings.max_history
+            limit = self._ssc._settings.max_history
             if limit is not None and limit < keep:
                 keep = max(limit, self._slide_duration)
             old = [t for t in self._generated if t <= time - keep]

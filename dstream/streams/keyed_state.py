@@ -94,7 +94,7 @@ class StateDStream(StateStream):
             rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
         update, count = self._update, len(times)
-        union = sectioned_union(self._ssc.section_marks, self._partitions, groups)
+        union = sectioned_union(self._ssc._marks, self._partitions, groups)
         return union.mapPartitions(lambda it: merge_update_state(it, update, count), True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -149,7 +149,7 @@ class TrackDStream(StateStream):
             path = None if directory is None else snapshot_path(directory, split)
             yield split, fold(split, previous_delta, base_ms, path, intervals, fns, files)
 
-        union = sectioned_union(self._ssc.section_marks, self._partitions, groups)
+        union = sectioned_union(self._ssc._marks, self._partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:

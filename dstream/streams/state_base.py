@@ -170,7 +170,7 @@ class StateStream(DStream[Any]):
     def _read_checkpoint(self, base_ms: int) -> RDD[Any]:
         """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
         directory = self._checkpoint_dir(base_ms)
-        marks = self._ssc.section_marks.get(self._partitions)
+        marks = self._ssc._marks.get(self._partitions)
         files = self._files
         return marks.mapPartitionsWithIndex(
             lambda i, _: iter(read_partition(files, partition_path(directory, i))),
@@ -181,8 +181,9 @@ class StateStream(DStream[Any]):
         if self._zero_time is None or (time - self._zero_time).ms % self._checkpoint_every.ms:
             return
         rdd = self._generated.get(time)
-        if rdd is not None:
-            self._ssc.checkpointer.submit(self, time, rdd)
+        checkpointer = self._ssc._checkpointer
+        if rdd is not None and checkpointer is not None:  # a state stream's context has one
+            checkpointer.submit(self, time, rdd)
 
     def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
         """Run by the checkpointer's thread: write, mark complete, publish."""

@@ -144,7 +144,7 @@ class ReducedWindowedDStream(StateStream):
         for u in times:
             rdd = self._interval(u)
             groups.append([] if rdd is None else [rdd])
-        union = sectioned_union(self._ssc.section_marks, self._partitions, groups)
+        union = sectioned_union(self._ssc._marks, self._partitions, groups)
         func, inv = self._func, self._inv
         times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
         if base_ms is None:

@@ -119,7 +119,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
     clock = ManualClock(T0)
     first = program(hdfs_sc, clock, *args)
     run(first, clock, 6)
-    first.checkpointer.wait_idle(60)
+    first._checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)  # abandoned as a crash would: nothing more is written
 
     # What the first driver left on HDFS: its journal, complete state checkpoints (pickled
@@ -137,7 +137,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
         raise AssertionError("the program must be restored, not set up again")
 
     resumed = StreamingContext.getOrCreate(place.uri("ckpt"), setup, hdfs_sc, clock=clock2)
-    assert resumed.restored
+    assert resumed._restored_from is not None
     run(resumed, clock2, TOTAL)
     resumed.stop(stopSparkContext=False)
     assert place.outputs() == reference
@@ -158,8 +158,8 @@ def test_a_datanode_lost_mid_run_loses_nothing(
             clock.advance(B)
             assert ssc.wait_for_batch(Time(T0 + t * B), 180), f"interval {t}"
         ssc.awaitTerminationOrTimeout(0)  # raises if any interval failed
-        ssc.checkpointer.wait_idle(120)
-        assert ssc.checkpointer.completed, "no checkpoint was written while a DataNode was down"
+        ssc._checkpointer.wait_idle(120)
+        assert ssc._checkpointer.completed, "no checkpoint was written while a DataNode was down"
     finally:
         ssc.stop(stopSparkContext=False)
         hdfs_cluster.restart_datanode(1)

@@ -29,7 +29,7 @@ def bookkeeping(h: Harness) -> dict[str, int]:
         "built_on": sum(len(s._built_on) for s in states),
         "shuffles_kept": sum(len(getattr(s, "_shuffled", ())) for s in states),
         "file_records": sum(len(getattr(s, "batch_files", ())) for s in graph.inputs),
-        "pending_batches": len(h.ssc.scheduler.pending()),
+        "pending_batches": len(h.ssc._scheduler.pending()),
     }
 
 
@@ -49,7 +49,7 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
         for upto in (30, 60, 90):
             while h.clock.now().ms < upto * 1000:
                 h.run_batches(1)
-            h.ssc.checkpointer.wait_idle(60)
+            h.ssc._checkpointer.wait_idle(60)
             samples[upto] = {
                 "window_depth": lineage_depth(seen["window"]),
                 "track_depth": lineage_depth(seen["track"]),

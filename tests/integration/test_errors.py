@@ -22,8 +22,8 @@ def test_batch_duration_is_validated(sc: Any) -> None:
         StreamingContext(sc)
     with pytest.raises(TypeError, match=r"needs a pyspark\.SparkContext, got str"):
         StreamingContext("local[2]", 1)  # type: ignore[arg-type]
-    assert StreamingContext(sc, "500ms").batch_duration.ms == 500
-    assert StreamingContext(sc, 0.25).batch_duration.ms == 250
+    assert StreamingContext(sc, "500ms")._batch_duration.ms == 500
+    assert StreamingContext(sc, 0.25)._batch_duration.ms == 250
 
 
 def test_non_callables_are_refused_with_the_operator_name(harness: Any) -> None:
@@ -91,7 +91,7 @@ def test_a_function_that_captures_the_spark_context_is_refused_at_start(harness:
     assert "the function given to map at test_errors.py:" in message
     assert "it refers to the SparkContext, which exists only on the driver" in message
     assert "use those in transform() or foreachRDD()" in message
-    assert h.ssc.state == "initialized"
+    assert h.ssc._state == "initialized"
 
 
 def test_a_function_that_captures_a_lock_or_a_stream_is_refused(harness: Any) -> None:
@@ -199,7 +199,7 @@ def test_an_interval_posted_just_before_stop_is_dropped_not_an_error(harness: An
     h.ssc.queueStream([[1], [2], [3]]).map(lambda x: x * 2).foreachRDD(lambda rdd: rdd.count())
     h.ssc.start()
     h.run_batches(1)
-    scheduler = h.ssc.scheduler
+    scheduler = h.ssc._scheduler
     entered, release, pool_down = threading.Event(), threading.Event(), threading.Event()
     generate, shutdown = scheduler._generate, scheduler._pool.shutdown
 

@@ -116,7 +116,7 @@ def test_a_restarted_driver_resumes_with_identical_output(
     clock = ManualClock(T0)
     first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
     run(first, clock, crash_after)
-    first.checkpointer.wait_idle(60)
+    first._checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)
 
     # The driver comes back `down_for` intervals later and catches up.
@@ -128,7 +128,7 @@ def test_a_restarted_driver_resumes_with_identical_output(
         return program(sc, clock2, dirs["in"], dirs["out"], dirs["ckpt"])
 
     resumed = StreamingContext.getOrCreate(str(dirs["ckpt"]), setup, sc, clock=clock2)
-    assert setup_calls == [] and resumed.restored
+    assert setup_calls == [] and (resumed._restored_from is not None)
     run(resumed, clock2, total)
     resumed.stop(stopSparkContext=False)
 
@@ -156,7 +156,7 @@ def test_changed_code_binds_state_by_name_or_explains_what_differs(
 
     first = build(2, "totals")
     run(first, clock, 4)
-    first.checkpointer.wait_idle(60)
+    first._checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)
 
     with pytest.raises(
@@ -255,9 +255,9 @@ def test_a_metadata_record_that_cannot_be_renamed_stops_the_program_loudly(
     assert squatter.read_text() == "not a record"  # never overwritten
     # The interval whose record failed was generated but none of its jobs ran: nothing is
     # output without its record.
-    assert ssc.scheduler.halted is not None
-    assert ssc.scheduler.pending() == [Time(T0 + 2 * B)]
-    assert max(ssc.scheduler.completed_batches) == Time(T0 + B)
+    assert ssc._scheduler.halted is not None
+    assert ssc._scheduler.pending() == [Time(T0 + 2 * B)]
+    assert max(ssc._scheduler.completed_batches) == Time(T0 + B)
     assert not (dirs["out"] / f"words-{T0 + 2 * B}").exists()
     ssc.stop(stopSparkContext=False)
 

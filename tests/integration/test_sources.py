@@ -70,7 +70,7 @@ def test_text_file_stream_takes_each_new_file_once(harness: Any, tmp_path: Path)
     # A file renamed in late, with an old modification time, still lands once.
     put_file(tmp_path, "late.txt", ["late"], T0 + 1200)
     h.run_batches(1)
-    h.ssc.listener_bus.wait_until_empty(30)
+    h.ssc._bus.wait_until_empty(30)
     assert out == [["a1", "a2", "b1"], ["c1"], [], ["late"]]
     assert records.counts == [3, 1, 0, 1]
     source = h.ssc._graph.inputs[0]
@@ -163,7 +163,7 @@ def test_rate_stream_is_deterministic_and_exact(harness: Any) -> None:
         out = collect(stream)
         h.ssc.start()
         h.run_batches(4)
-        h.ssc.listener_bus.wait_until_empty(30)
+        h.ssc._bus.wait_until_empty(30)
         h.ssc.stop(stopSparkContext=False)
         outputs.append(out)
         assert [len(b) for b in out] == [150, 150, 150, 150]

@@ -1,0 +1,130 @@
+"""What happens around each batch besides its jobs: the metadata journal, the retention of
+state checkpoints, and the executor monitor's bookkeeping.
+
+The scheduler's event loop calls these hooks, and nothing else does: a batch generated, a
+batch completed, and a state checkpoint written (the checkpointer's thread posts that as an
+event rather than writing a record itself). So the journal has exactly one writer, records
+are written in the order the loop saw the program's progress, and their sequence numbers
+cannot collide::
+
+    event loop ──batch_generated──▶ record (its input on record before any output)
+               ──batch_completed──▶ record, then delete checkpoints no record needs
+               ──checkpoint_written▶ record (the checkpoint is now relied on)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dstream.scheduler.recovery import journal_names
+from dstream.storage.graph_pickle import dumps_graph
+from dstream.storage.journal import JournalRecord
+from dstream.streams.state_base import StateStream
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from dstream.context import StreamingContext
+    from dstream.scheduler.monitor import ExecutorMonitor
+    from dstream.storage.journal import MetadataJournal
+
+__all__ = ["BatchCoordinator", "Progress"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the scheduler is: the last interval generated, the interval up to which every
+    interval is complete, and the intervals generated but not complete."""
+
+    generated: Time | None
+    completed: Time | None
+    pending: tuple[Time, ...]
+
+
+class BatchCoordinator:
+    """The scheduler's hooks (see the module docstring); the journal's one owner."""
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        journal: MetadataJournal | None,
+        monitor: ExecutorMonitor | None,
+    ) -> None:
+        self._ssc = ssc
+        self._graph = ssc._graph
+        self._journal = journal
+        self._monitor = monitor
+        self._graph_bytes = b""
+        self._names: dict[int, str] = {}
+        if journal is not None:
+            graph = self._graph
+            self._graph_bytes = dumps_graph(
+                {
+                    "streams": graph.streams,
+                    "inputs": [s._id for s in graph.inputs],
+                    "outputs": [s._id for s in graph.outputs],
+                    "remember": graph._remember_duration,
+                },
+                ssc,
+                ssc.sparkContext,
+            )
+            self._names = journal_names(graph.streams)
+        # Checkpoints referenced by the records still on disk: not to be deleted.
+        self._recent_refs: list[dict[int, int]] = []
+
+    # ---- hooks (the scheduler's event loop) ---------------------------------------------------
+    def batch_generated(self, time: Time, progress: Progress) -> None:
+        """Before any job of ``time`` runs: its input is on record before any output of it."""
+        self._write(progress)
+
+    def batch_completed(self, time: Time, progress: Progress) -> None:
+        if self._monitor is not None:
+            self._monitor.interval_completed(time)
+        self._write(progress)
+        self._delete_unused_checkpoints()
+
+    def checkpoint_written(self, stream: StateStream, time: Time, progress: Progress) -> None:
+        """A state checkpoint is complete: record it before anything older is deleted. A
+        failure here halts the engine (the scheduler's loop reports it): without its record
+        the checkpoint cannot be relied on, and neither can any record after it."""
+        log.debug("checkpoint of %s at %s written", stream._label, time)
+        self._write(progress)
+
+    # ---- the journal ------------------------------------------------------------------------
+    def _write(self, progress: Progress) -> None:
+        if self._journal is None:
+            return
+        graph, sc = self._graph, self._ssc.sparkContext
+        states: dict[int, dict[str, Any]] = {}
+        refs = {}
+        for stream in graph.streams:
+            state = stream._journal_state()
+            if state is not None:
+                states[stream._id] = state
+                if state.get("checkpoint_ms") is not None:
+                    refs[stream._id] = state["checkpoint_ms"]
+        assert graph._zero_time is not None, "records are written once the graph has started"
+        self._journal.write(
+            JournalRecord(
+                batch_ms=graph.batch_duration.ms,
+                zero_ms=graph._zero_time.ms,
+                generated_ms=None if progress.generated is None else progress.generated.ms,
+                completed_ms=None if progress.completed is None else progress.completed.ms,
+                pending_ms=tuple(t.ms for t in progress.pending),
+                graph=self._graph_bytes,
+                names=self._names,
+                streams=states,
+                spark_master=sc.master or "",
+                spark_app=sc.appName or "",
+            )
+        )
+        self._recent_refs = [*self._recent_refs[-2:], refs]
+
+    def _delete_unused_checkpoints(self) -> None:
+        for stream in self._graph.streams:
+            if isinstance(stream, StateStream):
+                keep = {refs[stream._id] for refs in self._recent_refs if stream._id in refs}
+                stream._delete_unused_checkpoints(keep)
