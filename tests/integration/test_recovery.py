@@ -19,7 +19,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
-from dstream.scheduler.recovery import read_record
+from dstream.scheduler.coordinator import BatchCoordinator, Progress
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 
@@ -263,7 +263,7 @@ def test_a_metadata_record_that_cannot_be_renamed_stops_the_program_loudly(
 
 
 def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
-    sc: Any, dirs: dict[str, Path]
+    sc: Any, dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """wait_for_batch (what tests, the shell and the fault runner wait on) returns only after
     the completion hook that journals the batch has run, not when its jobs are done."""
@@ -271,14 +271,14 @@ def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
     clock = ManualClock(T0)
     ssc = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
     hook_entered, release = threading.Event(), threading.Event()
-    journal_batch = ssc._batch_completed
+    journal_batch = BatchCoordinator.batch_completed
 
-    def slow_hook(time: Time, pending: list[Time], completed: Time | None) -> None:
+    def slow_hook(self: BatchCoordinator, time: Time, progress: Progress) -> None:
         hook_entered.set()
         assert release.wait(120)
-        journal_batch(time, pending, completed)
+        journal_batch(self, time, progress)
 
-    ssc._batch_completed = slow_hook  # type: ignore[method-assign]
+    monkeypatch.setattr(BatchCoordinator, "batch_completed", slow_hook)
     ssc.start()
     clock.advance(B)
     assert hook_entered.wait(120)  # every job of T0 + B is done, its record is not written
@@ -290,4 +290,4 @@ def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
     latest = MetadataJournal(LocalFileSystem(), str(dirs["ckpt"])).read_latest()
     ssc.stop(stopSparkContext=False)
     assert latest is not None
-    assert read_record(latest.payload)["completed_ms"] == T0 + B
+    assert latest.record.completed_ms == T0 + B

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,29 @@ from dstream.storage.filesystem import LocalFileSystem, RenameError
 from dstream.storage.journal import (
     CheckpointDirectoryError,
     CorruptRecordError,
+    JournalRecord,
     MetadataJournal,
     decode_record,
     encode_record,
 )
+
+RECORD = JournalRecord(
+    batch_ms=1000,
+    zero_ms=0,
+    generated_ms=3000,
+    completed_ms=2000,
+    pending_ms=(3000,),
+    graph=b"graph",
+    names={0: "map#0"},
+    streams={0: {"checkpoint_ms": None}},
+    spark_master="local[2]",
+    spark_app="app",
+)
+
+
+def rec(n: int) -> JournalRecord:
+    """A record told apart from others by its completed interval."""
+    return replace(RECORD, completed_ms=n)
 
 
 def journal(path: Path, keep: int = 3) -> MetadataJournal:
@@ -46,9 +67,9 @@ def test_newest_record_wins_and_old_ones_are_pruned(tmp_path: Path) -> None:
     j = journal(tmp_path, keep=2)
     assert j.read_latest() is None
     for i in range(5):
-        assert j.write(f"r{i}".encode()) == i
-    record = j.read_latest()
-    assert record is not None and (record.seq, record.payload) == (4, b"r4")
+        assert j.write(rec(i)) == i
+    latest = j.read_latest()
+    assert latest is not None and (latest.seq, latest.record) == (4, rec(4))
     assert sorted(os.listdir(tmp_path / "metadata")) == [
         "record-000000000003",
         "record-000000000004",
@@ -57,21 +78,21 @@ def test_newest_record_wins_and_old_ones_are_pruned(tmp_path: Path) -> None:
 
 def test_a_torn_newest_record_falls_back_to_the_previous(tmp_path: Path) -> None:
     j = journal(tmp_path)
-    j.write(b"good")
-    j.write(b"newer")
+    j.write(rec(1))
+    j.write(rec(2))
     newest = tmp_path / "metadata" / "record-000000000001"
     newest.write_bytes(newest.read_bytes()[:-3])  # torn write
-    record = journal(tmp_path).read_latest()
-    assert record is not None and record.payload == b"good"
+    latest = journal(tmp_path).read_latest()
+    assert latest is not None and latest.record == rec(1)
     # A reopened journal continues numbering after the newest file, torn or not.
     j2 = journal(tmp_path)
     j2.read_latest()
-    assert j2.write(b"next") == 2
+    assert j2.write(rec(3)) == 2
 
 
 def test_all_records_corrupt_is_an_error_not_a_fresh_start(tmp_path: Path) -> None:
     j = journal(tmp_path)
-    j.write(b"x")
+    j.write(rec(1))
     (tmp_path / "metadata" / "record-000000000000").write_bytes(b"garbage")
     with pytest.raises(CheckpointDirectoryError, match="no readable metadata record"):
         journal(tmp_path).read_latest()
@@ -89,7 +110,7 @@ def test_a_foreign_directory_is_refused_and_left_untouched(tmp_path: Path) -> No
 
 def test_an_incompatible_or_unreadable_marker_is_refused(tmp_path: Path) -> None:
     (tmp_path / "DSTREAM").write_text(json.dumps({"format": 7}))
-    with pytest.raises(CheckpointDirectoryError, match="has format 7; this dstream uses format 1"):
+    with pytest.raises(CheckpointDirectoryError, match="has format 7; this dstream uses format 2"):
         journal(tmp_path)
     (tmp_path / "DSTREAM").write_text("not json")
     with pytest.raises(CheckpointDirectoryError, match="DSTREAM is unreadable"):
@@ -98,9 +119,44 @@ def test_an_incompatible_or_unreadable_marker_is_refused(tmp_path: Path) -> None
 
 def test_a_failed_rename_is_an_error(tmp_path: Path) -> None:
     j = journal(tmp_path)
-    j.write(b"a")
+    j.write(rec(1))
     # Something else already put a file where record 1 goes: the rename must fail loudly.
     (tmp_path / "metadata" / "record-000000000001").write_text("squatter")
     with pytest.raises(RenameError, match="destination exists"):
-        j.write(b"b")
+        j.write(rec(2))
     assert (tmp_path / "metadata" / "record-000000000001").read_text() == "squatter"
+
+
+def test_a_record_round_trips_with_its_types() -> None:
+    assert JournalRecord.from_payload(RECORD.to_payload()) == RECORD
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("batch_ms", 0, r"field 'batch_ms' is 0"),
+        ("completed_ms", "2000", r"field 'completed_ms' is '2000'"),
+        ("pending_ms", [3000], r"field 'pending_ms' is \[3000\]"),
+        ("names", {"0": "map#0"}, r"field 'names'"),
+        ("graph", None, r"field 'graph' is None"),
+    ],
+)
+def test_a_record_with_a_field_of_the_wrong_type_is_corrupt(
+    field: str, value: object, message: str
+) -> None:
+    raw = asdict(RECORD) | {field: value}
+    with pytest.raises(CorruptRecordError, match=message):
+        JournalRecord.from_payload(pickle.dumps(raw), "record-7")
+
+
+def test_a_record_without_a_field_is_corrupt_and_the_reader_falls_back(tmp_path: Path) -> None:
+    raw = asdict(RECORD)
+    del raw["spark_app"]
+    with pytest.raises(CorruptRecordError, match="record-7: the record has no field 'spark_app'"):
+        JournalRecord.from_payload(pickle.dumps(raw), "record-7")
+    j = journal(tmp_path)
+    j.write(rec(1))
+    j.write(rec(2))
+    (tmp_path / "metadata" / "record-000000000001").write_bytes(encode_record(pickle.dumps(raw)))
+    latest = journal(tmp_path).read_latest()
+    assert latest is not None and latest.record == rec(1)

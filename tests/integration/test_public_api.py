@@ -1,0 +1,69 @@
+"""The objects a user holds show the user's API and nothing else: every public name of a
+DStream (of every kind a program builds) and of a StreamingContext is PySpark's, or one of
+dstream's documented extras. Engine hooks (compute, clear_metadata, ...) start with ``_``."""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+from typing import Any
+
+import pyspark.streaming
+
+from dstream import ManualClock, StreamingContext
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def public(obj: object) -> set[str]:
+    return {n for n in dir(obj) if not n.startswith("_")}
+
+
+PYSPARK_DSTREAM = public(pyspark.streaming.DStream)
+PYSPARK_CONTEXT = public(pyspark.streaming.StreamingContext)
+# dstream's own additions, each documented in the README.
+DSTREAM_EXTRAS = {"remember", "save", "setName", "track"}
+TRACK_EXTRAS = {"changes"}
+CONTEXT_EXTRAS = {
+    "fileStream",
+    "rateStream",
+    "textBatchStream",
+    "executor_monitor",
+    "wait_for_batch",
+}
+
+
+def test_every_extra_is_documented_in_the_readme() -> None:
+    for name in DSTREAM_EXTRAS | TRACK_EXTRAS | CONTEXT_EXTRAS:
+        assert f"{name}(" in README or f".{name}" in README, name
+
+
+def test_streams_and_the_context_show_only_the_documented_api(sc: Any, tmp_path: Path) -> None:
+    ssc = StreamingContext(sc, 1, clock=ManualClock(0))
+    queue = ssc.queueStream([[1, 2]])
+    pairs = queue.map(lambda x: (x, 1))
+    track = pairs.track(lambda k, e: e, lambda k, s, e: s, 2)
+    streams: dict[str, Any] = {
+        "queueStream": queue,
+        "textFileStream": ssc.textFileStream(str(tmp_path)),
+        "textBatchStream": ssc.textBatchStream(str(tmp_path)).dstream,
+        "rateStream": ssc.rateStream(10),
+        "map": pairs,
+        "window": pairs.window(2),
+        "reduceByKeyAndWindow": pairs.reduceByKeyAndWindow(operator.add, operator.sub, 2),
+        "updateStateByKey": pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)),
+        "union": queue.union(queue),
+        "transform": queue.transform(lambda rdd: rdd),
+        "track().changes()": track.changes(),
+    }
+    for stream in [*streams.values(), track]:
+        stream.foreachRDD(lambda rdd: None)
+    ssc.start()  # started streams carry their run-time state too: check that as well
+    try:
+        for kind, stream in streams.items():
+            assert public(stream) == PYSPARK_DSTREAM | DSTREAM_EXTRAS, kind
+        assert public(track) == PYSPARK_DSTREAM | DSTREAM_EXTRAS | TRACK_EXTRAS
+        # getActiveOrCreate is PySpark's and dstream's too.
+        assert public(ssc) == PYSPARK_CONTEXT | CONTEXT_EXTRAS
+    finally:
+        ssc.stop(stopSparkContext=False)
