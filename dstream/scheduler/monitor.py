@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dstream.scheduler.shim import (
-    Event,
     ExecutorAdded,
     ExecutorRemoved,
+    ListenerEvent,
     StageCompleted,
     StageSubmitted,
     TaskEnd,
@@ -107,14 +107,14 @@ class Subscription:
 
     def __init__(self, monitor: ExecutorMonitor) -> None:
         self._monitor = monitor
-        self._events: deque[Event] = deque()
+        self._events: deque[ListenerEvent] = deque()
         self._lock = threading.Lock()
 
-    def _extend(self, events: list[Event]) -> None:
+    def _extend(self, events: list[ListenerEvent]) -> None:
         with self._lock:
             self._events.extend(events)
 
-    def poll(self) -> list[Event]:
+    def poll(self) -> list[ListenerEvent]:
         """Drains the monitor's feed first, so every event recorded so far is included."""
         self._monitor.poll_now()
         with self._lock:
@@ -292,7 +292,7 @@ class ExecutorMonitor:
                 del self._intervals[min(self._intervals)]
         return interval
 
-    def _apply(self, event: Event) -> None:
+    def _apply(self, event: ListenerEvent) -> None:
         match event:
             case StageSubmitted(stage_id, attempt, num_tasks):
                 self._detector.stage_submitted((stage_id, attempt), num_tasks)

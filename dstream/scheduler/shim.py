@@ -1,10 +1,10 @@
 """Python side of the JVM shim: scheduler events from ``io.dstream.shim.EventRecorder``.
 
-The recorder is a ``SparkListener`` on the driver JVM that appends one text record per event to
+The recorder is a ``SparkListener`` on the driver JVM that appends one JSON object per event to
 a bounded buffer; :class:`TaskEventFeed` drains thousands of them per Py4J call and
-:func:`parse_events` turns them into the frozen dataclasses below. The wire format (fields per
-kind, escaping, ``\\N`` for a missing value) is documented in the Javadoc of ``EventRecorder``
-and mirrored by :data:`_FIELD_COUNTS`.
+:func:`parse_events` turns them into the frozen dataclasses below. Those dataclasses are the one
+definition of the wire format: each event's keys are their field names (the recorder writes
+them, see its Javadoc) and the parser is derived from their fields and types.
 
 Nothing here imports pyspark or py4j at module import time; :func:`parse_events` is pure
 and needs no Spark at all.
@@ -12,8 +12,11 @@ and needs no Spark at all.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -23,11 +26,11 @@ if TYPE_CHECKING:
 __all__ = [
     "RECORDER_CLASS",
     "SHIM_JAR",
-    "Event",
     "ExecutorAdded",
     "ExecutorRemoved",
     "JobEnd",
     "JobStart",
+    "ListenerEvent",
     "ShimMissingError",
     "StageCompleted",
     "StageSubmitted",
@@ -43,7 +46,7 @@ SHIM_JAR: Final[Path] = (
 )
 RECORDER_CLASS: Final = "io.dstream.shim.EventRecorder"
 #: ``EventRecorder.FORMAT_VERSION`` this parser understands.
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 
 
 class ShimMissingError(RuntimeError):
@@ -157,7 +160,7 @@ class ExecutorRemoved:
     reason: str | None
 
 
-Event = (
+ListenerEvent = (
     TaskStart
     | TaskEnd
     | StageSubmitted
@@ -170,188 +173,100 @@ Event = (
 
 # ------------------------------------------------------------------------------------ parsing
 
-_NULL: Final = "\\N"
-_ESCAPES: Final = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
-#: Number of TAB-separated fields per kind, the kind itself included.
-_FIELD_COUNTS: Final = {
-    "TASK_START": 12,
-    "TASK_END": 17,
-    "STAGE_SUBMITTED": 7,
-    "STAGE_COMPLETED": 10,
-    "JOB_START": 5,
-    "JOB_END": 6,
-    "EXECUTOR_ADDED": 6,
-    "EXECUTOR_REMOVED": 5,
+def _kind(cls: type) -> str:
+    """``TaskStart`` -> ``TASK_START``: the event's kind on the wire."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).upper()
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
+def _bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _int_tuple(value: object) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of integers, got {value!r}")
+    return tuple(_int(v) for v in value)
+
+
+def _optional(convert: Callable[[object], Any]) -> Callable[[object], Any]:
+    return lambda value: None if value is None else convert(value)
+
+
+_CONVERTERS: Final[dict[str, Callable[[object], Any]]] = {
+    "int": _int,
+    "str": _str,
+    "bool": _bool,
+    "tuple[int, ...]": _int_tuple,
+    "int | None": _optional(_int),
+    "str | None": _optional(_str),
+}
+
+#: kind -> (event class, (field name, converter) per field): derived from the dataclasses, the
+#: one definition of the wire format (the Java recorder writes these keys).
+_PARSERS: Final[dict[str, tuple[type, tuple[tuple[str, Callable[[object], Any]], ...]]]] = {
+    _kind(cls): (cls, tuple((f.name, _CONVERTERS[str(f.type)]) for f in fields(cls)))
+    for cls in (
+        TaskStart,
+        TaskEnd,
+        StageSubmitted,
+        StageCompleted,
+        JobStart,
+        JobEnd,
+        ExecutorAdded,
+        ExecutorRemoved,
+    )
 }
 
 
-def _unescape(field: str) -> str:
-    if "\\" not in field:
-        return field
-    if field == _NULL:
-        raise ValueError("missing value (\\N) in a required field")
-    out: list[str] = []
-    i = 0
-    n = len(field)
-    while i < n:
-        c = field[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        if i + 1 >= n or field[i + 1] not in _ESCAPES:
-            raise ValueError(f"bad escape at offset {i} in {field!r}")
-        out.append(_ESCAPES[field[i + 1]])
-        i += 2
-    return "".join(out)
-
-
-def _opt_str(field: str) -> str | None:
-    return None if field == _NULL else _unescape(field)
-
-
-def _int(field: str) -> int:
-    if not field or not (field.isdigit() or (field[0] == "-" and field[1:].isdigit())):
-        raise ValueError(f"expected an integer, got {field!r}")
-    return int(field)
-
-
-def _opt_int(field: str) -> int | None:
-    return None if field == _NULL else _int(field)
-
-
-def _bool(field: str) -> bool:
-    if field == "true":
-        return True
-    if field == "false":
-        return False
-    raise ValueError(f"expected true or false, got {field!r}")
-
-
-def _int_list(field: str) -> tuple[int, ...]:
-    return tuple(_int(x) for x in field.split(",")) if field else ()
-
-
-def _source(field: str) -> bool:
-    if field == "snapshot":
-        return True
-    if field == "live":
-        return False
-    raise ValueError(f"expected live or snapshot, got {field!r}")
-
-
-def _parse_line(f: list[str]) -> Event:
-    kind = f[0]
-    if kind == "TASK_START":
-        return TaskStart(
-            stage_id=_int(f[1]),
-            stage_attempt=_int(f[2]),
-            task_id=_int(f[3]),
-            index=_int(f[4]),
-            partition=_int(f[5]),
-            attempt=_int(f[6]),
-            executor_id=_unescape(f[7]),
-            host=_unescape(f[8]),
-            launch_time=_int(f[9]),
-            speculative=_bool(f[10]),
-            job_group=_opt_str(f[11]),
-        )
-    if kind == "TASK_END":
-        return TaskEnd(
-            stage_id=_int(f[1]),
-            stage_attempt=_int(f[2]),
-            task_id=_int(f[3]),
-            index=_int(f[4]),
-            partition=_int(f[5]),
-            attempt=_int(f[6]),
-            executor_id=_unescape(f[7]),
-            host=_unescape(f[8]),
-            launch_time=_int(f[9]),
-            finish_time=_int(f[10]),
-            speculative=_bool(f[11]),
-            successful=_bool(f[12]),
-            reason_kind=_unescape(f[13]),
-            reason=_opt_str(f[14]),
-            task_type=_unescape(f[15]),
-            job_group=_opt_str(f[16]),
-        )
-    if kind == "STAGE_SUBMITTED":
-        return StageSubmitted(
-            stage_id=_int(f[1]),
-            attempt=_int(f[2]),
-            num_tasks=_int(f[3]),
-            submission_time=_opt_int(f[4]),
-            job_group=_opt_str(f[5]),
-            name=_unescape(f[6]),
-        )
-    if kind == "STAGE_COMPLETED":
-        return StageCompleted(
-            stage_id=_int(f[1]),
-            attempt=_int(f[2]),
-            num_tasks=_int(f[3]),
-            submission_time=_opt_int(f[4]),
-            completion_time=_opt_int(f[5]),
-            successful=_bool(f[6]),
-            failure_reason=_opt_str(f[7]),
-            job_group=_opt_str(f[8]),
-            name=_unescape(f[9]),
-        )
-    if kind == "JOB_START":
-        return JobStart(
-            job_id=_int(f[1]),
-            time=_int(f[2]),
-            job_group=_opt_str(f[3]),
-            stage_ids=_int_list(f[4]),
-        )
-    if kind == "JOB_END":
-        return JobEnd(
-            job_id=_int(f[1]),
-            time=_int(f[2]),
-            successful=_bool(f[3]),
-            failure_reason=_opt_str(f[4]),
-            job_group=_opt_str(f[5]),
-        )
-    if kind == "EXECUTOR_ADDED":
-        return ExecutorAdded(
-            executor_id=_unescape(f[1]),
-            host=_unescape(f[2]),
-            time=_int(f[3]),
-            total_cores=_int(f[4]),
-            snapshot=_source(f[5]),
-        )
-    if kind == "EXECUTOR_REMOVED":
-        return ExecutorRemoved(
-            executor_id=_unescape(f[1]),
-            host=_opt_str(f[2]),
-            time=_int(f[3]),
-            reason=_opt_str(f[4]),
-        )
-    raise AssertionError(kind)  # unreachable: kinds are checked against _FIELD_COUNTS first
-
-
-def parse_events(text: str) -> list[Event]:
-    """Parses the output of ``EventRecorder.drain``: one event per ``\\n``-terminated line.
-
-    Raises ValueError naming the (1-based) line number and the line when a line has an unknown
-    kind, the wrong number of fields, or a field that does not parse.
-    """
-    events: list[Event] = []
-    if not text:
-        return events
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    for lineno, line in enumerate(lines, start=1):
-        fields = line.split("\t")
-        expected = _FIELD_COUNTS.get(fields[0])
+def _parse(obj: object) -> ListenerEvent:
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    kind = obj.get("kind")
+    parser = _PARSERS.get(kind) if isinstance(kind, str) else None
+    if parser is None:
+        raise ValueError(f"unknown event kind {kind!r}")
+    cls, converters = parser
+    unknown = set(obj) - {"kind"} - {name for name, _ in converters}
+    if unknown:
+        raise ValueError(f"{kind} has unknown fields {sorted(unknown)}")
+    values = {}
+    for name, convert in converters:
+        if name not in obj:
+            raise ValueError(f"{kind} has no field {name!r}")
         try:
-            if expected is None:
-                raise ValueError(f"unknown event kind {fields[0]!r}")
-            if len(fields) != expected:
-                raise ValueError(f"{fields[0]} needs {expected} fields, got {len(fields)}")
-            events.append(_parse_line(fields))
+            values[name] = convert(obj[name])
         except ValueError as exc:
+            raise ValueError(f"{kind} field {name!r}: {exc}") from None
+    event: ListenerEvent = cls(**values)
+    return event
+
+
+def parse_events(text: str) -> list[ListenerEvent]:
+    """Parses the output of ``EventRecorder.drain``: one JSON object per ``\\n``-terminated line.
+
+    Raises ValueError naming the (1-based) line number and the line when a line is not JSON,
+    has an unknown kind, or a field that is missing, unknown or of the wrong type.
+    """
+    events: list[ListenerEvent] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        try:
+            events.append(_parse(json.loads(line)))
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
             raise ValueError(f"malformed shim event on line {lineno}: {exc}: {line!r}") from exc
     return events
 
@@ -450,14 +365,14 @@ class TaskEventFeed:
         """The Py4J handle of the JVM ``EventRecorder`` (equal for feeds over one recorder)."""
         return self._recorder
 
-    def poll(self, max_events: int = 100_000) -> list[Event]:
+    def poll(self, max_events: int = 100_000) -> list[ListenerEvent]:
         """Removes and returns up to ``max_events`` events, oldest first (one Py4J call)."""
         return parse_events(self._recorder.drain(max_events))
 
     def live_executors(self) -> dict[str, str]:
         """Executor id -> host of the executors alive now (as the listener bus reported)."""
-        text = str(self._recorder.liveExecutors())
-        return dict(line.split("\t", 1) for line in text.splitlines() if line)
+        executors: dict[str, str] = json.loads(str(self._recorder.liveExecutors()))
+        return executors
 
     def dropped(self) -> int:
         """Events lost because the JVM buffer was full (the oldest are dropped first)."""

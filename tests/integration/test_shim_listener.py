@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from dstream.scheduler.shim import (
-    Event,
     JobEnd,
     JobStart,
+    ListenerEvent,
     ShimMissingError,
     StageSubmitted,
     TaskEnd,
@@ -29,10 +29,10 @@ DEADLINE_S = 60.0
 
 
 def collect_until(
-    poll: Callable[[], list[Event]], done: Callable[[list[Event]], bool], what: str
-) -> list[Event]:
+    poll: Callable[[], list[ListenerEvent]], done: Callable[[list[ListenerEvent]], bool], what: str
+) -> list[ListenerEvent]:
     """Calls ``poll`` until ``done(events so far)`` holds; fails after DEADLINE_S seconds."""
-    events: list[Event] = []
+    events: list[ListenerEvent] = []
     deadline = time.monotonic() + DEADLINE_S
     idle = threading.Event()  # never set: wait() is a plain bounded pause
     while True:
@@ -55,11 +55,11 @@ def run_in_group(sc: Any, group: str, action: Callable[[], object]) -> object:
         sc._jsc.clearJobGroup()
 
 
-def jobs_of(events: list[Event], group: str) -> list[int]:
+def jobs_of(events: list[ListenerEvent], group: str) -> list[int]:
     return [e.job_id for e in events if isinstance(e, JobStart) and e.job_group == group]
 
 
-def job_ended(group: str) -> Callable[[list[Event]], bool]:
+def job_ended(group: str) -> Callable[[list[ListenerEvent]], bool]:
     return lambda events: any(isinstance(e, JobEnd) and e.job_group == group for e in events)
 
 
@@ -113,7 +113,7 @@ def test_failing_task_reports_the_exception(sc: Any, feed: TaskEventFeed) -> Non
     with pytest.raises(Exception, match="shim-boom"):
         run_in_group(sc, "g-fail", lambda: sc.parallelize(range(4), 2).map(explode).count())
 
-    def all_tasks_ended(events: list[Event]) -> bool:
+    def all_tasks_ended(events: list[ListenerEvent]) -> bool:
         # After the job is aborted, tasks that were still running end *after* JOB_END.
         stages = {
             s
@@ -187,7 +187,7 @@ def test_running_tasks_are_visible_before_they_end(
     job.start()
     try:
 
-        def two_running(events: list[Event]) -> bool:
+        def two_running(events: list[ListenerEvent]) -> bool:
             starts = [e for e in events if isinstance(e, TaskStart) and e.job_group == "g-running"]
             return len(starts) == 2
 

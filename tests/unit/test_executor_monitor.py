@@ -9,9 +9,9 @@ import pytest
 
 from dstream.scheduler.monitor import ExecutorMonitor
 from dstream.scheduler.shim import (
-    Event,
     ExecutorAdded,
     ExecutorRemoved,
+    ListenerEvent,
     StageCompleted,
     StageSubmitted,
     TaskEnd,
@@ -26,10 +26,10 @@ HOSTS = {"1": "10.0.0.1", "2": "10.0.0.2", "3": "10.0.0.3"}
 
 class FakeFeed:
     def __init__(self, live: dict[str, str]) -> None:
-        self.queue: list[Event] = []
+        self.queue: list[ListenerEvent] = []
         self.live = dict(live)
 
-    def poll(self) -> list[Event]:
+    def poll(self) -> list[ListenerEvent]:
         events, self.queue = self.queue, []
         return events
 

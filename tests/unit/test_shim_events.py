@@ -1,7 +1,9 @@
-"""Pure tests of the shim's wire-format parser (no Spark, no JVM)."""
+"""Pure tests of the shim's wire-format parser (no Spark, no JVM): JSON lines whose fields and
+types are those of the event dataclasses."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,8 +24,17 @@ from dstream.scheduler.shim import (
 from testbed.processes import executor_pids
 
 
-def line(*fields: str) -> str:
-    return "\t".join(fields) + "\n"
+def line(kind: str, **fields: object) -> str:
+    """One event as the recorder writes it: a JSON object, kind first."""
+    return json.dumps({"kind": kind, **fields}) + "\n"
+
+
+TASK_END = {
+    "stage_id": 0, "stage_attempt": 0, "task_id": 5, "index": 1, "partition": 1, "attempt": 2,
+    "executor_id": "driver", "host": "h", "launch_time": 100, "finish_time": 250,
+    "speculative": False, "successful": True, "reason_kind": "Success", "reason": None,
+    "task_type": "ResultTask", "job_group": None,
+}  # fmt: skip
 
 
 def test_empty_input_gives_no_events() -> None:
@@ -32,8 +43,9 @@ def test_empty_input_gives_no_events() -> None:
 
 def test_task_start() -> None:
     text = line(
-        "TASK_START", "3", "1", "42", "2", "7", "0", "exec-1", "host-a", "1700", "true", "g"
-    )
+        "TASK_START", stage_id=3, stage_attempt=1, task_id=42, index=2, partition=7, attempt=0,
+        executor_id="exec-1", host="host-a", launch_time=1700, speculative=True, job_group="g",
+    )  # fmt: skip
     assert parse_events(text) == [
         TaskStart(
             stage_id=3,
@@ -52,61 +64,35 @@ def test_task_start() -> None:
 
 
 def test_task_end_success_and_missing_group() -> None:
-    text = line(
-        "TASK_END", "0", "0", "5", "1", "1", "2", "driver", "h", "100", "250", "false", "true",
-        "Success", "\\N", "ResultTask", "\\N",
-    )  # fmt: skip
-    (event,) = parse_events(text)
-    assert event == TaskEnd(
-        stage_id=0,
-        stage_attempt=0,
-        task_id=5,
-        index=1,
-        partition=1,
-        attempt=2,
-        executor_id="driver",
-        host="h",
-        launch_time=100,
-        finish_time=250,
-        speculative=False,
-        successful=True,
-        reason_kind="Success",
-        reason=None,
-        task_type="ResultTask",
-        job_group=None,
-    )
+    (event,) = parse_events(line("TASK_END", **TASK_END))
+    assert event == TaskEnd(**TASK_END)  # type: ignore[arg-type]
     assert isinstance(event, TaskEnd)
     assert event.duration_ms == 150
 
 
-def test_task_end_failure_reason_is_unescaped() -> None:
-    # On the wire: LF as \n, TAB as \t, a literal backslash as \\.
-    reason = "PythonException: Traceback\\n  raise ValueError('x\\\\ty')\\nValueError:\\tboom"
+def test_task_end_failure_reason_keeps_its_control_characters() -> None:
+    reason = "PythonException: Traceback\n  raise ValueError('x\\ty')\nValueError:\tboom"
     text = line(
-        "TASK_END", "1", "0", "9", "0", "0", "0", "1", "h", "1", "2", "false", "false",
-        "ExceptionFailure", reason, "ShuffleMapTask", "grp",
+        "TASK_END", **TASK_END | {"successful": False, "reason_kind": "ExceptionFailure",
+        "reason": reason, "task_type": "ShuffleMapTask", "job_group": "grp"},
     )  # fmt: skip
     (event,) = parse_events(text)
     assert isinstance(event, TaskEnd)
     assert not event.successful
-    assert (
-        event.reason == "PythonException: Traceback\n  raise ValueError('x\\ty')\nValueError:\tboom"
-    )
+    assert event.reason == reason
     assert event.reason_kind == "ExceptionFailure"
     assert event.task_type == "ShuffleMapTask"
 
 
-def test_escaped_backslash_n_is_not_null() -> None:
-    # Only a field that is exactly backslash + N means "missing"; an escaped backslash
-    # followed by N (three characters on the wire) is the real two-character string.
-    text = line("JOB_START", "4", "99", "\\\\N", "")
-    assert parse_events(text) == [JobStart(job_id=4, time=99, job_group="\\N", stage_ids=())]
-
-
 def test_stage_events() -> None:
-    text = line("STAGE_SUBMITTED", "2", "0", "8", "1000", "g1", "count at x.py:12") + line(
-        "STAGE_COMPLETED", "2", "0", "8", "\\N", "\\N", "false", "Job aborted\\tbad", "\\N", "n"
-    )
+    text = line(
+        "STAGE_SUBMITTED", stage_id=2, attempt=0, num_tasks=8, submission_time=1000,
+        job_group="g1", name="count at x.py:12",
+    ) + line(
+        "STAGE_COMPLETED", stage_id=2, attempt=0, num_tasks=8, submission_time=None,
+        completion_time=None, successful=False, failure_reason="Job aborted\tbad",
+        job_group=None, name="n",
+    )  # fmt: skip
     assert parse_events(text) == [
         StageSubmitted(
             stage_id=2,
@@ -131,8 +117,8 @@ def test_stage_events() -> None:
 
 
 def test_job_events() -> None:
-    text = line("JOB_START", "7", "123", "g", "3,4,5") + line(
-        "JOB_END", "7", "456", "true", "\\N", "g"
+    text = line("JOB_START", job_id=7, time=123, job_group="g", stage_ids=[3, 4, 5]) + line(
+        "JOB_END", job_id=7, time=456, successful=True, failure_reason=None, job_group="g"
     )
     assert parse_events(text) == [
         JobStart(job_id=7, time=123, job_group="g", stage_ids=(3, 4, 5)),
@@ -142,10 +128,13 @@ def test_job_events() -> None:
 
 def test_executor_events() -> None:
     text = (
-        line("EXECUTOR_ADDED", "0", "10.0.0.1", "5", "1", "live")
-        + line("EXECUTOR_ADDED", "driver", "h", "4", "2", "snapshot")
-        + line("EXECUTOR_REMOVED", "0", "\\N", "9", "Command exited with code 137")
-    )
+        line("EXECUTOR_ADDED", executor_id="0", host="10.0.0.1", time=5, total_cores=1,
+             snapshot=False)
+        + line("EXECUTOR_ADDED", executor_id="driver", host="h", time=4, total_cores=2,
+               snapshot=True)
+        + line("EXECUTOR_REMOVED", executor_id="0", host=None, time=9,
+               reason="Command exited with code 137")
+    )  # fmt: skip
     assert parse_events(text) == [
         ExecutorAdded(executor_id="0", host="10.0.0.1", time=5, total_cores=1, snapshot=False),
         ExecutorAdded(executor_id="driver", host="h", time=4, total_cores=2, snapshot=True),
@@ -154,26 +143,36 @@ def test_executor_events() -> None:
 
 
 def test_last_line_without_newline_is_accepted() -> None:
-    assert parse_events("JOB_END\t1\t2\tfalse\tboom\t\\N") == [
+    text = line(
+        "JOB_END", job_id=1, time=2, successful=False, failure_reason="boom", job_group=None
+    )
+    assert parse_events(text.rstrip("\n")) == [
         JobEnd(job_id=1, time=2, successful=False, failure_reason="boom", job_group=None)
     ]
+
+
+JOB_END = {"job_id": 1, "time": 2, "successful": True, "failure_reason": None, "job_group": "g"}
 
 
 @pytest.mark.parametrize(
     ("bad", "fragment"),
     [
-        ("NOPE\t1\t2", "unknown event kind 'NOPE'"),
-        ("JOB_START\t1\t2\tg", "JOB_START needs 5 fields, got 4"),
-        ("JOB_END\t1\t2\tmaybe\t\\N\t\\N", "expected true or false"),
-        ("JOB_START\tx\t2\tg\t", "expected an integer, got 'x'"),
-        ("JOB_START\t1\t2\tbad\\qescape\t", "bad escape"),
-        ("EXECUTOR_ADDED\t\\N\th\t1\t1\tlive", "missing value"),
-        ("EXECUTOR_ADDED\t1\th\t1\t1\tlater", "expected live or snapshot"),
-        ("", "unknown event kind ''"),
+        ('{"kind": "NOPE"}', "unknown event kind 'NOPE'"),
+        ('{"job_id": 1}', "unknown event kind None"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        ("JOB_END\t1", "Expecting value"),
+        (line("JOB_END", **JOB_END | {"successful": "maybe"}), "field 'successful': expected true or false"),
+        (line("JOB_END", **JOB_END | {"job_id": "x"}), "field 'job_id': expected an integer, got 'x'"),
+        (line("JOB_END", **JOB_END | {"job_id": True}), "field 'job_id': expected an integer, got True"),
+        (line("JOB_END", **{k: v for k, v in JOB_END.items() if k != "time"}), "JOB_END has no field 'time'"),
+        (line("JOB_END", **JOB_END | {"extra": 1}), "JOB_END has unknown fields ['extra']"),
+        (line("JOB_START", job_id=1, time=2, job_group=None, stage_ids="3,4"), "expected a list of integers"),
+        (line("EXECUTOR_ADDED", executor_id=None, host="h", time=1, total_cores=1, snapshot=False), "field 'executor_id': expected a string, got None"),
     ],
-)
-def test_malformed_line_names_the_line(bad: str, fragment: str) -> None:
-    good = line("JOB_END", "1", "2", "true", "\\N", "g")
+)  # fmt: skip
+def test_malformed_line_names_the_line_and_the_field(bad: str, fragment: str) -> None:
+    good = line("JOB_END", **JOB_END)
+    bad = bad.rstrip("\n")
     with pytest.raises(ValueError, match="line 2") as info:
         parse_events(good + bad + "\n" + good)
     assert fragment in str(info.value)

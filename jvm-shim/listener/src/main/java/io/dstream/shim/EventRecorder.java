@@ -37,40 +37,17 @@ import scala.collection.Iterator;
  * Python driver reads in batches through Py4J ({@link #drain(int)}: thousands of events per call
  * instead of one call per task). It only observes; it never changes scheduling.
  *
- * <h2>Wire format (format version 1, see {@link #formatVersion()})</h2>
+ * <h2>Wire format (format version 2, see {@link #formatVersion()})</h2>
  *
- * <p>{@link #drain(int)} returns zero or more lines, each terminated by {@code '\n'}. A line is a
- * list of fields separated by a single {@code '\t'}; the first field is the event kind, and each
- * kind has a fixed number of fields in the order below. Encoding of a field:
- *
- * <ul>
- *   <li>integers: decimal ({@code int} or {@code long}); times are epoch milliseconds;
- *   <li>booleans: {@code true} / {@code false};
- *   <li>a missing value (no job group, a stage not yet submitted, ...): the two characters {@code
- *       \N};
- *   <li>strings: backslash-escaped: {@code \} as {@code \\}, TAB as {@code \t}, LF as {@code \n},
- *       CR as {@code \r}. No other escapes exist, so {@code \N} can never be an escaped string.
- *       Failure reasons are shortened to at most {@value #MAX_REASON_CHARS} characters (head and
- *       tail kept, the middle elided), before escaping;
- *   <li>lists ({@code stageIds}): comma-separated integers, empty when the list is empty.
- * </ul>
- *
- * <pre>
- * TASK_START       stageId stageAttempt taskId index partition attempt executorId host
- *                  launchTime speculative jobGroup                                    (12 fields)
- * TASK_END         stageId stageAttempt taskId index partition attempt executorId host
- *                  launchTime finishTime speculative successful reasonKind reason taskType
- *                  jobGroup                                                           (17 fields)
- * STAGE_SUBMITTED  stageId attempt numTasks submissionTime jobGroup name               (7 fields)
- * STAGE_COMPLETED  stageId attempt numTasks submissionTime completionTime successful
- *                  failureReason jobGroup name                                        (10 fields)
- * JOB_START        jobId time jobGroup stageIds                                        (5 fields)
- * JOB_END          jobId time successful failureReason jobGroup                        (6 fields)
- * EXECUTOR_ADDED   executorId host time totalCores source                              (6 fields)
- * EXECUTOR_REMOVED executorId host time reason                                         (5 fields)
- * </pre>
- *
- * (Field counts include the kind.) Notes on individual fields:
+ * <p>{@link #drain(int)} returns zero or more lines, each terminated by {@code '\n'}: one JSON
+ * object per event, {@code {"kind":"TASK_START","stage_id":3,...}}. Its keys are the field names
+ * of the Python dataclass of that kind in {@code dstream/scheduler/shim.py}, which is the one
+ * definition of the format: the Python parser is derived from those dataclasses and refuses an
+ * event with a missing, unknown or mistyped field, naming it. Times are epoch milliseconds; a
+ * missing value (no job group, a stage not yet submitted) is {@code null}; failure reasons are
+ * shortened to at most {@value #MAX_REASON_CHARS} characters (head and tail kept). Kinds:
+ * TASK_START, TASK_END, STAGE_SUBMITTED, STAGE_COMPLETED, JOB_START, JOB_END, EXECUTOR_ADDED,
+ * EXECUTOR_REMOVED. Notes on individual fields:
  *
  * <ul>
  *   <li>{@code index} is the task's index inside its task set, {@code partition} the RDD
@@ -79,27 +56,25 @@ import scala.collection.Iterator;
  *   <li>{@code speculative} is {@code TaskInfo.speculative()}: true for the extra copy launched by
  *       {@code spark.speculation}.
  *   <li>{@code successful} on TASK_END is true iff the end reason is {@code Success}. {@code
- *       reasonKind} is the simple class name of the {@code TaskEndReason} ({@code Success}, {@code
- *       ExceptionFailure}, {@code ExecutorLostFailure}, {@code TaskKilled}, {@code FetchFailed},
- *       {@code Resubmitted}, {@code TaskResultLost}, {@code TaskCommitDenied}, {@code
- *       UnknownReason}, ...); {@code reason} is {@code \N} on success, otherwise a short message
- *       (for {@code ExceptionFailure}: exception class name, ": ", message; for the others {@code
- *       TaskFailedReason.toErrorString()}). {@code Resubmitted} ends refer to a task that had
- *       succeeded earlier and whose shuffle output was lost with its executor.
- *   <li>{@code taskType} is {@code ResultTask} or {@code ShuffleMapTask}.
- *   <li>{@code jobGroup} is the job property {@code spark.jobGroup.id} of the job that submitted
- *       the stage ({@code \N} if none). For task records it is looked up from the stage id, so it
- *       is the group of the latest job that included the stage.
- *   <li>{@code submissionTime} / {@code completionTime} are {@code \N} when Spark has none (a
- *       stage skipped because its shuffle output already exists is never submitted).
+ *       reason_kind} is the simple class name of the {@code TaskEndReason} ({@code Success},
+ *       {@code ExceptionFailure}, {@code ExecutorLostFailure}, {@code TaskKilled}, {@code
+ *       FetchFailed}, {@code Resubmitted}, ...); {@code reason} is null on success, otherwise a
+ *       short message (for {@code ExceptionFailure}: exception class name, ": ", message; for the
+ *       others {@code TaskFailedReason.toErrorString()}). {@code Resubmitted} ends refer to a task
+ *       that had succeeded earlier and whose shuffle output was lost with its executor.
+ *   <li>{@code task_type} is {@code ResultTask} or {@code ShuffleMapTask}.
+ *   <li>{@code job_group} is the job property {@code spark.jobGroup.id} of the job that submitted
+ *       the stage (null if none). For task records it is looked up from the stage id, so it is the
+ *       group of the latest job that included the stage.
+ *   <li>{@code submission_time} / {@code completion_time} are null when Spark has none (a stage
+ *       skipped because its shuffle output already exists is never submitted).
  *   <li>{@code successful} on STAGE_COMPLETED is true iff {@code StageInfo.failureReason()} is
  *       empty.
- *   <li>{@code source} on EXECUTOR_ADDED is {@code live} for a listener event and {@code snapshot}
- *       for executors that were already registered when {@link #install} attached the recorder
- *       (their {@code time} is the registration time recorded by Spark's status store, their
- *       {@code host} the executor's block-manager host).
+ *   <li>{@code snapshot} on EXECUTOR_ADDED is true for executors that were already registered
+ *       when {@link #install} attached the recorder (their {@code time} is the registration time
+ *       recorded by Spark's status store, their {@code host} the executor's block-manager host).
  *   <li>{@code host} on EXECUTOR_REMOVED is the host last seen in an EXECUTOR_ADDED record for
- *       that executor, {@code \N} if unknown.
+ *       that executor, null if unknown.
  * </ul>
  *
  * <h2>Buffering</h2>
@@ -120,14 +95,13 @@ import scala.collection.Iterator;
  */
 public class EventRecorder extends SparkListener {
   /** Version of the line format above; bump it on any change. */
-  public static final int FORMAT_VERSION = 1;
+  public static final int FORMAT_VERSION = 2;
 
   public static final int DEFAULT_CAPACITY = 1_000_000;
   public static final String CAPACITY_CONF = "spark.dstream.shim.capacity";
   public static final int MAX_REASON_CHARS = 1000;
 
   static final String JOB_GROUP_PROPERTY = "spark.jobGroup.id";
-  static final String NULL = "\\N";
 
   /** Bound on remembered stage/job/executor ids, so a long-running stream does not leak. */
   private static final int MAX_TRACKED_IDS = 100_000;
@@ -196,20 +170,22 @@ public class EventRecorder extends SparkListener {
   }
 
   /**
-   * The executors alive now, as the listener bus reported them: one {@code id<TAB>host} line
-   * each (ids and hosts are never blank and contain neither tabs nor newlines).
+   * The executors alive now, as the listener bus reported them: a JSON object from executor id
+   * to host.
    */
   public String liveExecutors() {
-    StringBuilder out = new StringBuilder();
+    StringBuilder out = new StringBuilder("{");
     synchronized (lock) {
       for (Map.Entry<String, String> entry : executorHosts.entrySet()) {
-        out.append(entry.getKey()).append('\t').append(entry.getValue()).append('\n');
+        if (out.length() > 1) {
+          out.append(',');
+        }
+        out.append(quote(entry.getKey())).append(':').append(quote(entry.getValue()));
       }
     }
-    return out.toString();
+    return out.append('}').toString();
   }
 
-  /** Records dropped because the buffer was full. */
   public long dropped() {
     return buffer.dropped();
   }
@@ -234,17 +210,17 @@ public class EventRecorder extends SparkListener {
     }
     buffer.add(
         new Line("TASK_START")
-            .add(event.stageId())
-            .add(event.stageAttemptId())
-            .add(info.taskId())
-            .add(info.index())
-            .add(info.partitionId())
-            .add(info.attemptNumber())
-            .str(info.executorId())
-            .str(info.host())
-            .add(info.launchTime())
-            .add(info.speculative())
-            .str(group)
+            .add("stage_id", event.stageId())
+            .add("stage_attempt", event.stageAttemptId())
+            .add("task_id", info.taskId())
+            .add("index", info.index())
+            .add("partition", info.partitionId())
+            .add("attempt", info.attemptNumber())
+            .str("executor_id", info.executorId())
+            .str("host", info.host())
+            .add("launch_time", info.launchTime())
+            .add("speculative", info.speculative())
+            .str("job_group", group)
             .toString());
   }
 
@@ -259,22 +235,22 @@ public class EventRecorder extends SparkListener {
     }
     buffer.add(
         new Line("TASK_END")
-            .add(event.stageId())
-            .add(event.stageAttemptId())
-            .add(info.taskId())
-            .add(info.index())
-            .add(info.partitionId())
-            .add(info.attemptNumber())
-            .str(info.executorId())
-            .str(info.host())
-            .add(info.launchTime())
-            .add(info.finishTime())
-            .add(info.speculative())
-            .add(successful)
-            .str(reasonKind(reason))
-            .str(successful ? null : shorten(describe(reason)))
-            .str(event.taskType())
-            .str(group)
+            .add("stage_id", event.stageId())
+            .add("stage_attempt", event.stageAttemptId())
+            .add("task_id", info.taskId())
+            .add("index", info.index())
+            .add("partition", info.partitionId())
+            .add("attempt", info.attemptNumber())
+            .str("executor_id", info.executorId())
+            .str("host", info.host())
+            .add("launch_time", info.launchTime())
+            .add("finish_time", info.finishTime())
+            .add("speculative", info.speculative())
+            .add("successful", successful)
+            .str("reason_kind", reasonKind(reason))
+            .str("reason", successful ? null : shorten(describe(reason)))
+            .str("task_type", event.taskType())
+            .str("job_group", group)
             .toString());
   }
 
@@ -293,12 +269,12 @@ public class EventRecorder extends SparkListener {
     }
     buffer.add(
         new Line("STAGE_SUBMITTED")
-            .add(stage.stageId())
-            .add(stage.attemptNumber())
-            .add(stage.numTasks())
-            .time(stage.submissionTime())
-            .str(group)
-            .str(stage.name())
+            .add("stage_id", stage.stageId())
+            .add("attempt", stage.attemptNumber())
+            .add("num_tasks", stage.numTasks())
+            .time("submission_time", stage.submissionTime())
+            .str("job_group", group)
+            .str("name", stage.name())
             .toString());
   }
 
@@ -312,15 +288,15 @@ public class EventRecorder extends SparkListener {
     }
     buffer.add(
         new Line("STAGE_COMPLETED")
-            .add(stage.stageId())
-            .add(stage.attemptNumber())
-            .add(stage.numTasks())
-            .time(stage.submissionTime())
-            .time(stage.completionTime())
-            .add(failure.isEmpty())
-            .str(failure.isEmpty() ? null : shorten(failure.get()))
-            .str(group)
-            .str(stage.name())
+            .add("stage_id", stage.stageId())
+            .add("attempt", stage.attemptNumber())
+            .add("num_tasks", stage.numTasks())
+            .time("submission_time", stage.submissionTime())
+            .time("completion_time", stage.completionTime())
+            .add("successful", failure.isEmpty())
+            .str("failure_reason", failure.isEmpty() ? null : shorten(failure.get()))
+            .str("job_group", group)
+            .str("name", stage.name())
             .toString());
   }
 
@@ -346,10 +322,10 @@ public class EventRecorder extends SparkListener {
     }
     buffer.add(
         new Line("JOB_START")
-            .add(event.jobId())
-            .add(event.time())
-            .str(group)
-            .raw(stageIds.toString())
+            .add("job_id", event.jobId())
+            .add("time", event.time())
+            .str("job_group", group)
+            .raw("stage_ids", "[" + stageIds + "]")
             .toString());
   }
 
@@ -364,11 +340,11 @@ public class EventRecorder extends SparkListener {
     }
     buffer.add(
         new Line("JOB_END")
-            .add(event.jobId())
-            .add(event.time())
-            .add(successful)
-            .str(failure)
-            .str(group)
+            .add("job_id", event.jobId())
+            .add("time", event.time())
+            .add("successful", successful)
+            .str("failure_reason", failure)
+            .str("job_group", group)
             .toString());
   }
 
@@ -382,11 +358,11 @@ public class EventRecorder extends SparkListener {
       removedExecutors.remove(event.executorId());
       buffer.add(
           new Line("EXECUTOR_ADDED")
-              .str(event.executorId())
-              .str(host)
-              .add(event.time())
-              .add(event.executorInfo().totalCores())
-              .str("live")
+              .str("executor_id", event.executorId())
+              .str("host", host)
+              .add("time", event.time())
+              .add("total_cores", event.executorInfo().totalCores())
+              .add("snapshot", false)
               .toString());
     }
   }
@@ -398,10 +374,10 @@ public class EventRecorder extends SparkListener {
       removedExecutors.add(event.executorId());
       buffer.add(
           new Line("EXECUTOR_REMOVED")
-              .str(event.executorId())
-              .str(host)
-              .add(event.time())
-              .str(shorten(event.reason()))
+              .str("executor_id", event.executorId())
+              .str("host", host)
+              .add("time", event.time())
+              .str("reason", shorten(event.reason()))
               .toString());
     }
   }
@@ -433,11 +409,11 @@ public class EventRecorder extends SparkListener {
         executorHosts.put(id, host);
         buffer.add(
             new Line("EXECUTOR_ADDED")
-                .str(id)
-                .str(host)
-                .add(added == null ? System.currentTimeMillis() : added.getTime())
-                .add(summary.totalCores())
-                .str("snapshot")
+                .str("executor_id", id)
+                .str("host", host)
+                .add("time", added == null ? System.currentTimeMillis() : added.getTime())
+                .add("total_cores", summary.totalCores())
+                .add("snapshot", true)
                 .toString());
       }
     }
@@ -497,42 +473,23 @@ public class EventRecorder extends SparkListener {
     return colon > 0 ? hostPort.substring(0, colon) : hostPort;
   }
 
-  static String escape(String value) {
+  /** {@code value} as a JSON string literal, quotes included ({@code null} for null). */
+  static String quote(String value) {
     if (value == null) {
-      return NULL;
+      return "null";
     }
-    StringBuilder out = null;
+    StringBuilder out = new StringBuilder(value.length() + 2).append('"');
     for (int i = 0; i < value.length(); i++) {
       char c = value.charAt(i);
-      String rep;
-      switch (c) {
-        case '\\':
-          rep = "\\\\";
-          break;
-        case '\t':
-          rep = "\\t";
-          break;
-        case '\n':
-          rep = "\\n";
-          break;
-        case '\r':
-          rep = "\\r";
-          break;
-        default:
-          rep = null;
-      }
-      if (rep != null && out == null) {
-        out = new StringBuilder(value.length() + 16).append(value, 0, i);
-      }
-      if (out != null) {
-        if (rep != null) {
-          out.append(rep);
-        } else {
-          out.append(c);
-        }
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
       }
     }
-    return out == null ? value : out.toString();
+    return out.append('"').toString();
   }
 
   private static <K, V> Map<K, V> boundedMap() {
@@ -546,47 +503,47 @@ public class EventRecorder extends SparkListener {
     };
   }
 
-  /** Builds one record: kind, then TAB-separated fields. */
+  /** Builds one record: a JSON object whose first key is the kind. */
   private static final class Line {
-    private final StringBuilder sb = new StringBuilder(128);
+    private final StringBuilder sb = new StringBuilder(192);
 
     Line(String kind) {
-      sb.append(kind);
+      sb.append("{\"kind\":").append(quote(kind));
     }
 
-    Line add(long value) {
-      sb.append('\t').append(value);
+    private StringBuilder key(String name) {
+      return sb.append(",\"").append(name).append("\":");
+    }
+
+    Line add(String name, long value) {
+      key(name).append(value);
       return this;
     }
 
-    Line add(boolean value) {
-      sb.append('\t').append(value);
+    Line add(String name, boolean value) {
+      key(name).append(value);
       return this;
     }
 
-    Line str(String value) {
-      sb.append('\t').append(escape(value));
+    Line str(String name, String value) {
+      key(name).append(quote(value));
       return this;
     }
 
-    /** A field known to contain no TAB/LF/CR/backslash. */
-    Line raw(String value) {
-      sb.append('\t').append(value);
+    /** A value already in JSON (a list of integers). */
+    Line raw(String name, String json) {
+      key(name).append(json);
       return this;
     }
 
-    Line time(Option<Object> value) {
-      if (value.isEmpty()) {
-        sb.append('\t').append(NULL);
-      } else {
-        sb.append('\t').append(((Number) value.get()).longValue());
-      }
+    Line time(String name, Option<Object> value) {
+      key(name).append(value.isEmpty() ? "null" : ((Number) value.get()).longValue());
       return this;
     }
 
     @Override
     public String toString() {
-      return sb.toString();
+      return sb.append('}').toString();
     }
   }
 }
