@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import operator
-import os
 import shutil
 import statistics
 import sys
@@ -26,6 +25,8 @@ import threading
 import warnings
 from pathlib import Path
 from typing import Any
+
+from _spark import spark_context
 
 sys.path.insert(0, str(Path(__file__).parent))
 from generator import Generator
@@ -98,13 +99,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "checkpoint.json"))
     args = p.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkContext
-
-    from dstream.sparkconf import recommended_conf
-
-    sc = SparkContext(conf=recommended_conf("local[2]", "dstream-bench-checkpoint"))
-    sc.setLogLevel("ERROR")
+    sc = spark_context("dstream-bench-checkpoint")
     rows = []
     for _ in range(args.rounds):
         for system, ckpt in (("dstream", True), ("dstream", False), ("pyspark.streaming", True)):

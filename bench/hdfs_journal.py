@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _spark import spark_context
+
 
 class WebHdfsFileSystem:
     """The journal's FileSystem protocol over WebHDFS, for this measurement only."""
@@ -70,14 +72,10 @@ def main() -> int:
     from testbed.hdfs import MiniHdfsCluster
 
     with MiniHdfsCluster(datanodes=2, replication=2) as cluster:
-        from pyspark import SparkContext
-
-        from dstream.sparkconf import recommended_conf
         from dstream.storage.filesystem import HadoopFileSystem
         from dstream.storage.journal import MetadataJournal
 
-        sc = SparkContext(conf=recommended_conf("local[2]", "dstream-bench-hdfs-journal"))
-        sc.setLogLevel("ERROR")
+        sc = spark_context("dstream-bench-hdfs-journal")
         sc._jsc.hadoopConfiguration().set("dfs.replication", "2")
         payload = os.urandom(args.size)
         ways: dict[str, MetadataJournal] = {

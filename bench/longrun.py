@@ -19,6 +19,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from _spark import spark_context
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -26,15 +28,10 @@ def main() -> int:
     p.add_argument("--every", type=int, default=250)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "longrun.json"))
     args = p.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkContext
-
     from dstream import Duration, ManualClock, StreamingContext, Time
-    from dstream.sparkconf import recommended_conf
     from dstream.streams.state_base import StateStream
 
-    sc = SparkContext(conf=recommended_conf("local[2]", "dstream-bench-longrun"))
-    sc.setLogLevel("ERROR")
+    sc = spark_context("dstream-bench-longrun")
     ckpt = tempfile.mkdtemp(prefix="dstream-longrun-")
     clock = ManualClock(0)
     ssc = StreamingContext(sc, Duration(1000), clock=clock)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import threading
@@ -26,6 +25,8 @@ import time
 import warnings
 from pathlib import Path
 from typing import Any
+
+from _spark import spark_context
 
 OPS = 10
 
@@ -109,16 +110,7 @@ def main() -> int:
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "overhead.json"))
     args = p.parse_args()
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
-
-    sc = SparkContext(
-        conf=SparkConf()
-        .setMaster("local[2]")
-        .setAppName("dstream-bench-overhead")
-        .set("spark.ui.showConsoleProgress", "false")
-    )
-    sc.setLogLevel("ERROR")
+    sc = spark_context("dstream-bench-overhead")
     rows = []
     for r in range(args.rounds):
         for fn in (measure_dstream, measure_pyspark):

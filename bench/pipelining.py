@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import operator
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _spark import spark_context
 
 RESULTS = Path(__file__).parent / "results"
 B = 1000
@@ -84,14 +85,7 @@ def main() -> int:
     p.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=sorted(WORKLOADS))
     p.add_argument("--out", default="pipelining.json", help="file name under bench/results")
     args = p.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkContext
-
-    from dstream.sparkconf import recommended_conf
-
-    conf = recommended_conf("local[2]", "dstream-bench-pipelining").set("spark.ui.enabled", "false")
-    sc = SparkContext(conf=conf)
-    sc.setLogLevel("ERROR")
+    sc = spark_context("dstream-bench-pipelining", spark__ui__enabled="false")
     results: list[dict[str, Any]] = []
     try:
         for workload in args.workloads:

@@ -43,6 +43,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from _spark import bench_conf
+
 __all__ = [
     "PATTERN",
     "SYSTEMS",
@@ -447,13 +449,13 @@ def spark_conf(master: str) -> Any:
     """The one SparkConf every Spark-based system gets: dstream's recommended settings, no UI
     (a probe needs no port), and as many SQL shuffle partitions as cores, which is what
     reduceByKey uses in the DStream engines (Spark SQL's default is 200 tiny tasks)."""
-    from dstream.sparkconf import recommended_conf
-
-    conf = recommended_conf(master, "dstream-bench-throughput")
-    conf.set("spark.ui.enabled", "false")
     cores = master.removeprefix("local[").removesuffix("]")
-    conf.set("spark.sql.shuffle.partitions", cores if cores.isdigit() else "2")
-    return conf
+    return bench_conf(
+        "dstream-bench-throughput",
+        master,
+        spark__ui__enabled="false",
+        spark__sql__shuffle__partitions=cores if cores.isdigit() else "2",
+    )
 
 
 def start_system(

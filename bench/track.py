@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _spark import spark_context
 
 ACTIVE_POOL = 5000
 ACTIVE_PER_INTERVAL = 1000
@@ -105,17 +106,7 @@ def main() -> int:
     p.add_argument("--update-state-measure", type=int, default=5)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "track.json"))
     args = p.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
-
-    sc = SparkContext(
-        conf=SparkConf()
-        .setMaster("local[2]")
-        .setAppName("dstream-bench-track")
-        .set("spark.ui.showConsoleProgress", "false")
-        .set("spark.driver.memory", "4g")
-    )
-    sc.setLogLevel("ERROR")
+    sc = spark_context("dstream-bench-track", spark__driver__memory="4g")
     rows = []
     for idle in args.idle:
         for name, warmup, measure in (

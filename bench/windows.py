@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import operator
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _spark import spark_context
 
 
 def run_one(sc: Any, rate: int, window_s: int, inverse: bool, measure: int) -> list[float]:
@@ -55,16 +56,7 @@ def main() -> int:
     p.add_argument("--measure", type=int, default=15, help="intervals measured once full")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "windows.json"))
     args = p.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
-
-    sc = SparkContext(
-        conf=SparkConf()
-        .setMaster("local[2]")
-        .setAppName("dstream-bench-windows")
-        .set("spark.ui.showConsoleProgress", "false")
-    )
-    sc.setLogLevel("ERROR")
+    sc = spark_context("dstream-bench-windows")
     rows = []
     for window in args.windows:
         for inverse in (True, False):

@@ -451,6 +451,23 @@ class StreamingContext:
         )
 
     @classmethod
+    def getActiveOrCreate(
+        cls, checkpointPath: str | None, setupFunc: Callable[[], StreamingContext]
+    ) -> StreamingContext:
+        """The running StreamingContext (started and not stopped) if there is one; otherwise
+        ``getOrCreate(checkpointPath, setupFunc)``, or ``setupFunc()`` when ``checkpointPath``
+        is None (as PySpark's)."""
+        from dstream.scheduler.recovery import set_up
+
+        check_callable(setupFunc, "getActiveOrCreate", "setupFunc")
+        active = cls.getActive()
+        if active is not None:
+            return active
+        if checkpointPath is None:
+            return set_up(setupFunc, None)
+        return cls.getOrCreate(checkpointPath, setupFunc)
+
+    @classmethod
     def getActive(cls) -> StreamingContext | None:
         """The StreamingContext started last and not stopped yet in this process, or None
         (as PySpark's; dstream lets several run at once over one SparkContext)."""

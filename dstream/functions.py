@@ -54,6 +54,15 @@ class UserFunction:
     def label(self) -> str:
         return f"{self.operator} at {self.site}"
 
+    def guarded(self) -> Callable[..., Any]:
+        """The function, wrapped so that a failure in a task names the operator and the line
+        of the program that defined it (:func:`guard`)."""
+        return guard(self.fn, self.label)
+
+    def guarded_partitions(self) -> Callable[[Iterable[Any]], Iterator[Any]]:
+        """The partition function, wrapped likewise (:func:`guard_partitions`)."""
+        return guard_partitions(self.fn, self.label)
+
 
 def check_callable(fn: object, operator: str, argument: str = "func") -> None:
     if not callable(fn):

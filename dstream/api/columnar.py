@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dstream.api.stateless import total
-from dstream.functions import guard
 from dstream.tasks.arrow_text import contains_mask, value_counts, word_counts, words_of
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class BatchStream:
         >>> batches.mapBatches(pyarrow.compute.utf8_upper)  # doctest: +SKIP
         """
         uf = self.dstream._user("mapBatches", f)
-        g, label = guard(uf.fn, uf.label), uf.label
+        g, label = uf.guarded(), uf.label
 
         def apply(batch: pa.Array) -> pa.Array:
             return _as_array(g(batch), label, "its result")
@@ -79,7 +78,7 @@ class BatchStream:
         >>> batches.filterBatches(lambda a: pc.greater(pc.utf8_length(a), 80))  # doctest: +SKIP
         """
         uf = self.dstream._user("filterBatches", f)
-        g, label = guard(uf.fn, uf.label), uf.label
+        g, label = uf.guarded(), uf.label
 
         def apply(batch: pa.Array) -> pa.Array:
             import pyarrow as pa

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyspark.rdd import portable_hash
 
 from dstream.api.stateless import StatelessOps
-from dstream.functions import guard
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -25,13 +24,13 @@ class KeyedOps(StatelessOps[T]):
     def mapValues(self, f: Callable[[Any], Any]) -> DStream[tuple[Any, Any]]:
         """Apply ``f`` to the value of every pair, keeping keys (and partitioning)."""
         uf = self._user("mapValues", f)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         return self._rdd_op("mapValues", lambda rdd: rdd.mapValues(g), [uf])
 
     def flatMapValues(self, f: Callable[[Any], Iterable[Any]]) -> DStream[tuple[Any, Any]]:
         """Apply ``f`` to every value and emit one pair per element it returns."""
         uf = self._user("flatMapValues", f)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         return self._rdd_op("flatMapValues", lambda rdd: rdd.flatMapValues(g), [uf])
 
     def combineByKey(
@@ -47,7 +46,7 @@ class KeyedOps(StatelessOps[T]):
             self._user("combineByKey", mergeValue, "mergeValue"),
             self._user("combineByKey", mergeCombiners, "mergeCombiners"),
         ]
-        create, merge_value, merge_combiners = (guard(u.fn, u.label) for u in ufs)
+        create, merge_value, merge_combiners = (u.guarded() for u in ufs)
         n = self._num_partitions(numPartitions, "combineByKey")
         return self._rdd_op(
             "combineByKey",
@@ -63,7 +62,7 @@ class KeyedOps(StatelessOps[T]):
         Values are combined on the map side before the shuffle.
         """
         uf = self._user("reduceByKey", func)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         n = self._num_partitions(numPartitions, "reduceByKey")
         return self._rdd_op("reduceByKey", lambda rdd: rdd.reduceByKey(g, n), [uf])
 
@@ -78,7 +77,7 @@ class KeyedOps(StatelessOps[T]):
         """Hash-partition each interval's pairs into ``numPartitions`` partitions."""
         uf = self._user("partitionBy", partitionFunc, "partitionFunc")
         n = self._num_partitions(numPartitions, "partitionBy")
-        fn = uf.fn if partitionFunc is portable_hash else guard(uf.fn, uf.label)
+        fn = uf.fn if partitionFunc is portable_hash else uf.guarded()
         return self._rdd_op("partitionBy", lambda rdd: rdd.partitionBy(n, fn), [uf])
 
     # ---- two streams, interval by interval -----------------------------------------------

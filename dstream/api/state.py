@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.windows import WindowOps
-from dstream.functions import guard
 from dstream.time import to_duration
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ class StateOps(WindowOps[T]):
             )
             initial = hash_partitioned(rdd, n)
         events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
-        return StateDStream(events, guard(uf.fn, uf.label), initial, [uf])
+        return StateDStream(events, uf.guarded(), initial, [uf])
 
     def track(
         self,
@@ -87,8 +86,8 @@ class StateOps(WindowOps[T]):
             )
         n = self._num_partitions(numPartitions, name)
         fns = TrackFunctions(
-            guard(init_uf.fn, init_uf.label),
-            guard(update_uf.fn, update_uf.label),
+            init_uf.guarded(),
+            update_uf.guarded(),
             limit.ms,
             self._slide_duration.ms,
         )

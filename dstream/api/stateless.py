@@ -15,7 +15,6 @@ from dstream.functions import (
     UserFunction,
     call_site,
     check_callable,
-    guard,
     guard_partitions,
     positional_arity,
 )
@@ -91,7 +90,7 @@ class StatelessOps(DStreamCore[T]):
         >>> stream.map(lambda line: line.upper())  # doctest: +SKIP
         """
         uf = self._user("map", f)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         return self._rdd_op(
             "map",
             lambda rdd: rdd.mapPartitions(lambda it: map(g, it), preservesPartitioning),
@@ -103,7 +102,7 @@ class StatelessOps(DStreamCore[T]):
     ) -> DStream[Any]:
         """Apply ``f`` to every record and flatten the iterables it returns."""
         uf = self._user("flatMap", f)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         return self._rdd_op(
             "flatMap",
             lambda rdd: rdd.mapPartitions(
@@ -115,7 +114,7 @@ class StatelessOps(DStreamCore[T]):
     def filter(self, f: Callable[[T], bool]) -> DStream[T]:
         """Keep the records for which ``f`` is true."""
         uf = self._user("filter", f)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         return self._rdd_op(
             "filter", lambda rdd: rdd.mapPartitions(lambda it: filter(g, it), True), [uf]
         )
@@ -125,7 +124,7 @@ class StatelessOps(DStreamCore[T]):
     ) -> DStream[Any]:
         """Apply ``f`` to each partition's iterator."""
         uf = self._user("mapPartitions", f)
-        g = guard_partitions(uf.fn, uf.label)
+        g = uf.guarded_partitions()
         return self._rdd_op(
             "mapPartitions", lambda rdd: rdd.mapPartitions(g, preservesPartitioning), [uf]
         )
@@ -160,7 +159,7 @@ class StatelessOps(DStreamCore[T]):
     def reduce(self, func: Callable[[T, T], T]) -> DStream[T]:
         """Reduce each interval to one record with the associative ``func``."""
         uf = self._user("reduce", func)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         return self._rdd_op(
             "reduce",
             lambda rdd: rdd.map(lambda x: (None, x)).reduceByKey(g, 1).values(),

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.keyed import KeyedOps
-from dstream.functions import guard
 from dstream.streams.window_spec import window_spec
 from dstream.tasks.state_merge import window_items
 
@@ -55,7 +54,7 @@ class WindowOps(KeyedOps[T]):
         spec = window_spec(name, windowDuration, slideDuration, self._slide_duration)
         n = self._num_partitions(numPartitions, name)
         uf = self._user(name, func)
-        g = guard(uf.fn, uf.label)
+        g = uf.guarded()
         ufs = [uf]
         result: DStream[Any]
         if invFunc is None:
@@ -70,7 +69,7 @@ class WindowOps(KeyedOps[T]):
             state = ReducedWindowedDStream(
                 self,  # type: ignore[arg-type]
                 g,
-                guard(inv_uf.fn, inv_uf.label),
+                inv_uf.guarded(),
                 spec,
                 n,
                 ufs,
@@ -81,7 +80,7 @@ class WindowOps(KeyedOps[T]):
             result._checkpoint_target = state
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
-            fg = guard(fuf.fn, fuf.label)
+            fg = fuf.guarded()
             filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
             filtered._checkpoint_target = result._checkpoint_target
             result = filtered

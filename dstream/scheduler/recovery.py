@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from dstream.settings import StreamingSettings
     from dstream.streams.base import DStreamCore
 
-__all__ = ["journal_names", "recover", "restore_into", "resume_time"]
+__all__ = ["journal_names", "recover", "restore_into", "resume_time", "set_up"]
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +63,10 @@ def recover(
     journal.check_directory(create=False)
     latest = journal.read_latest()
     if latest is None:
-        return _set_up(setup, path)
+        return set_up(setup, path)
     record = latest.record
     if rebuild_graph:
-        ssc = _set_up(setup, path)
+        ssc = set_up(setup, path)
     else:
         if sc is None:
             sc = SparkContext(
@@ -79,8 +79,8 @@ def recover(
     return ssc
 
 
-def _set_up(setup: Callable[[], StreamingContext], path: str) -> StreamingContext:
-    """The program ``setup()`` defines, bound to the checkpoint directory ``path``."""
+def set_up(setup: Callable[[], StreamingContext], path: str | None) -> StreamingContext:
+    """The program ``setup()`` defines, bound to the checkpoint directory ``path`` (if any)."""
     from dstream.context import StreamingContext
 
     ssc = setup()
@@ -88,6 +88,8 @@ def _set_up(setup: Callable[[], StreamingContext], path: str) -> StreamingContex
         raise TypeError(
             f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
         )
+    if path is None:
+        return ssc
     if ssc._checkpoint_dir is None:
         ssc._checkpoint_dir = path
     elif ssc._checkpoint_dir.rstrip("/") != path.rstrip("/"):

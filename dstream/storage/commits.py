@@ -16,13 +16,11 @@ and a reader never sees half an interval.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import posixpath
-import uuid
 from collections.abc import Callable
 
-from dstream.storage.filesystem import FileSystem, join
+from dstream.storage.filesystem import FileSystem, join, publish
 
 __all__ = ["COMMIT_MARKER", "CommitLog", "commit_interval", "interval_path"]
 
@@ -61,21 +59,14 @@ def commit_interval(
     for entry in fs.list_names(parent):
         if entry.startswith(stale):
             fs.delete(join(parent, entry))
-    tmp = join(parent, f"{stale}{uuid.uuid4().hex}")
-    try:
+    marker = json.dumps({"time_ms": time_ms, "path": final_path}).encode()
+
+    def fill(tmp: str) -> None:
         write(tmp)
-        marker = {"time_ms": time_ms, "path": final_path}
-        fs.write_bytes(join(tmp, COMMIT_MARKER), json.dumps(marker).encode())
-        fs.rename(tmp, final_path)
-    except Exception:
-        with contextlib.suppress(Exception):
-            fs.delete(tmp)
-        # Another attempt committed this interval while we wrote (our rename was refused, or
-        # its clean-up removed our temporary directory): ours was a duplicate; drop it.
-        if fs.exists(join(final_path, COMMIT_MARKER)):
-            return False
-        raise
-    return True
+        fs.write_bytes(join(tmp, COMMIT_MARKER), marker)
+
+    # False: another attempt committed this interval while we wrote; ours was a duplicate.
+    return publish(fs, final_path, fill)
 
 
 class CommitLog:
@@ -96,15 +87,9 @@ class CommitLog:
         if self._fs is None or self._dir is None:
             self._memory.add(time_ms)
             return
-        self._fs.mkdirs(self._dir)
-        tmp = join(self._dir, f".{time_ms}.tmp-{uuid.uuid4().hex}")
-        self._fs.write_bytes(tmp, b"")
-        try:
-            self._fs.rename(tmp, join(self._dir, str(time_ms)))
-        except OSError:
-            self._fs.delete(tmp)
-            if not self.is_committed(time_ms):
-                raise
+        fs = self._fs
+        fs.mkdirs(self._dir)
+        publish(fs, join(self._dir, str(time_ms)), lambda tmp: fs.write_bytes(tmp, b""))
 
     def prune(self, before_ms: int) -> None:
         """Forget intervals before ``before_ms`` (no restart will redo them)."""

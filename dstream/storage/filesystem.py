@@ -4,7 +4,8 @@ through the driver JVM's Hadoop FileSystem API, anything Hadoop can open (``hdfs
 Only what the engine needs: list a directory's files with modification times, test, make,
 delete, read and write small files, and rename *without replacing* the destination — the
 atomic step every commit in dstream is built on. A rename that cannot be done raises; it is
-never a log line.
+never a log line. :func:`publish` is that commit, the one way dstream makes a file or a
+directory appear: whole, once, or not at all.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ctypes
 import errno
 import os
 import shutil
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
@@ -27,9 +30,12 @@ __all__ = [
     "HadoopFileSystem",
     "LocalFileSystem",
     "RenameError",
+    "Renamer",
     "filesystem_for",
     "is_hidden",
     "join",
+    "publish",
+    "temporary_name",
 ]
 
 
@@ -51,6 +57,47 @@ def is_hidden(name: str) -> bool:
 
 def join(directory: str, name: str) -> str:
     return directory.rstrip("/") + "/" + name
+
+
+class Renamer(Protocol):
+    """What :func:`publish` needs of a file system."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def delete(self, path: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None:
+        """Rename without replacing; raise if ``dst`` exists."""
+        ...
+
+
+def temporary_name(path: str) -> str:
+    """A hidden, unique name next to ``path`` for the content it is about to get."""
+    directory, _, name = path.rstrip("/").rpartition("/")
+    return f"{directory}/.{name}.tmp-{uuid.uuid4().hex}"
+
+
+def publish(fs: Renamer, path: str, write: Callable[[str], None]) -> bool:
+    """Make ``path`` appear whole or not at all: ``write(tmp)`` fills a hidden temporary name
+    next to it (a file or a directory), which is then renamed into place without replacing.
+
+    Returns False, leaving nothing behind, if ``path`` exists already or appears meanwhile
+    (another attempt published it first; what dstream publishes is deterministic, so the
+    content is the same). Any other failure removes the temporary and raises.
+    """
+    if fs.exists(path):
+        return False
+    tmp = temporary_name(path)
+    try:
+        write(tmp)
+        fs.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            fs.delete(tmp)
+        if fs.exists(path):
+            return False
+        raise
+    return True
 
 
 class FileSystem(Protocol):

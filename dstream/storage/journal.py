@@ -20,17 +20,17 @@ payload is one :class:`JournalRecord`, checked field by field when it is read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import pickle
 import struct
-import uuid
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from dstream.errors import DStreamError
-from dstream.storage.filesystem import FileSystem, join
+from dstream.storage.filesystem import FileSystem, RenameError, join, publish
 
 __all__ = [
     "FORMAT_VERSION",
@@ -255,9 +255,10 @@ class MetadataJournal:
         seq = self._next_seq
         self._next_seq += 1
         final = self._path(seq)
-        tmp = join(self.meta, f".{_PREFIX}{seq:012d}.tmp-{uuid.uuid4().hex}")
-        self._fs.write_bytes(tmp, encode_record(payload))
-        self._fs.rename(tmp, final)  # raises RenameError: never a silent failure
+        data = encode_record(payload)
+        if not publish(self._fs, final, lambda tmp: self._fs.write_bytes(tmp, data)):
+            # Never a silent failure: something else writes this directory.
+            raise RenameError(errno.EEXIST, f"cannot write {final}: the destination exists")
         for old in self._seqs()[self._keep :]:
             self._fs.delete(self._path(old))
         return seq

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
-from dstream.storage.filesystem import LocalFileSystem, RenameError, _local_path
+from dstream.storage.filesystem import LocalFileSystem, _local_path, publish
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -74,11 +74,6 @@ class TaskFiles(Protocol):
     def local_copy(self, path: str) -> str:
         """A local file with ``path``'s content (``path`` must never change once written)."""
         ...
-
-
-def _tmp_name(path: str) -> str:
-    directory, _, name = path.rpartition("/")
-    return f"{directory}/.{name}.tmp-{uuid.uuid4().hex}"
 
 
 @dataclass(frozen=True)
@@ -127,16 +122,7 @@ class LocalTaskFiles:
         if fs.exists(path):
             return False
         fs.mkdirs(os.path.dirname(path))
-        tmp = _tmp_name(path)
-        write(fs, tmp)
-        try:
-            fs.rename(tmp, path)
-        except RenameError:
-            fs.delete(tmp)
-            if fs.exists(path):
-                return False  # another attempt published it first
-            raise
-        return True
+        return publish(fs, path, lambda tmp: write(fs, tmp))
 
     def local_copy(self, path: str) -> str:
         return path
@@ -211,31 +197,20 @@ class WebHdfsTaskFiles:
         return self._publish(path, lambda client, tmp: client.upload(tmp, local_file))
 
     def _publish(self, path: str, write: Any) -> bool:
-        from hdfs.util import HdfsError
-
         client = self._client()
-        target = self._hpath(path)
-        if client.status(target, strict=False) is not None:
-            return False
-        tmp = _tmp_name(target)
 
-        def attempt() -> None:
-            try:
-                write(client, tmp)  # WebHDFS CREATE makes the parent directories
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    client.delete(tmp)
-                raise
+        def fill(tmp: str) -> None:
+            def attempt() -> None:
+                try:
+                    write(client, tmp)  # WebHDFS CREATE makes the parent directories
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        client.delete(tmp)
+                    raise
 
-        _retrying(attempt)
-        try:
-            client.rename(tmp, target)
-        except HdfsError:
-            client.delete(tmp)
-            if client.status(target, strict=False) is not None:
-                return False  # another attempt published it first
-            raise
-        return True
+            _retrying(attempt)
+
+        return publish(_WebHdfsRenamer(client), self._hpath(path), fill)
 
     def local_copy(self, path: str) -> str:
         # Snapshots are immutable once published, so a copy keyed by the path stays valid.
@@ -255,6 +230,22 @@ class WebHdfsTaskFiles:
                 os.unlink(tmp)
         _trim_cache(root)
         return local
+
+
+@dataclass(frozen=True)
+class _WebHdfsRenamer:
+    """:func:`publish`'s three operations through a WebHDFS client."""
+
+    client: Any
+
+    def exists(self, path: str) -> bool:
+        return self.client.status(path, strict=False) is not None
+
+    def delete(self, path: str) -> None:
+        self.client.delete(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        self.client.rename(src, dst)  # HdfsError when dst exists
 
 
 _CACHE_LIMIT_BYTES = 2 << 30

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dstream.testing.streams import BatchCollector, normalize
+from tests.oracles import track_oracle
 
 from .conftest import Harness
 
@@ -45,26 +46,6 @@ def test_the_papers_session_count_runs_as_written(harness: Any) -> None:
     # c3 (last event at 2 s) times out at 5 s; c1 stays alive by playing at 5 s.
     assert got_counts.in_order() == [[2], [3], [2], [2], [1]]
     assert normalize(got_sessions.in_order()[-1]) == [("c1", 1)]
-
-
-def simulate(batches: list[list[tuple[str, str]]], timeout_ms: int) -> list[dict[str, int]]:
-    state: dict[str, int] = {}
-    last: dict[str, int] = {}
-    out = []
-    for i, events in enumerate(batches, start=1):
-        t = i * B
-        for key, ev in events:
-            old = state.get(key)
-            new = 1 if old is None else (None if ev == "exit" else old + 1)
-            if new is None:
-                state.pop(key, None)
-            else:
-                state[key] = new
-            last[key] = t
-        for key in [k for k in state if last[k] <= t - timeout_ms]:
-            del state[key]
-        out.append(dict(state))
-    return out
 
 
 EVENTS = st.lists(
@@ -102,7 +83,7 @@ def test_track_equals_a_dict_simulation(
     # One interval at a time, so that compactions land between intervals.
     for _ in batches:
         h.run_batches(1)
-    expected = simulate(batches, timeout_k * B)
+    expected = track_oracle(batches, timeout_k * B, slide_ms=B)
     assert [dict(b) for b in got.in_order()] == expected
     assert got_count.in_order() == [[len(e)] for e in expected]
     # changes(): the keys that received events or timed out in the interval, with their

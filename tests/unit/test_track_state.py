@@ -18,37 +18,9 @@ from dstream.tasks.track_state import (
     fold,
     view,
 )
+from tests.oracles import session_init, session_update, track_oracle
 
 SLIDE = 1000
-
-
-def sessions_init(key: Any, event: str) -> int:
-    return 1
-
-
-def sessions_update(key: Any, state: int, event: str) -> int | None:
-    return None if event == "exit" else state + 1
-
-
-def simulate(batches: list[list[tuple[Any, str]]], timeout_ms: int) -> list[dict[Any, int]]:
-    """The oracle: one dict, events applied in order, timeouts checked after each interval."""
-    state: dict[Any, int] = {}
-    last: dict[Any, int] = {}
-    out = []
-    for i, events in enumerate(batches):
-        t = (i + 1) * SLIDE
-        for key, ev in events:
-            s = state.get(key)
-            s = sessions_init(key, ev) if s is None else sessions_update(key, s, ev)
-            if s is None:
-                state.pop(key, None)
-            else:
-                state[key] = s
-            last[key] = t
-        for key in [k for k in state if last[k] <= t - timeout_ms]:
-            del state[key]
-        out.append(dict(state))
-    return out
 
 
 def tagged(events: list[tuple[Any, str]]) -> list[tuple[Any, tuple[tuple[int, int], str]]]:
@@ -60,7 +32,7 @@ def run_fold(
 ) -> list[TrackDelta]:
     """Drive fold() as the engine does: incremental, and after each compaction rebuild from
     the new snapshot and the intervals since."""
-    fns = TrackFunctions(sessions_init, sessions_update, timeout_ms, SLIDE)
+    fns = TrackFunctions(session_init, session_update, timeout_ms, SLIDE)
     base_ms: int | None = None
     base_path: str | None = None
     previous: TrackDelta | None = None
@@ -97,7 +69,7 @@ def test_fold_equals_a_dict_simulation(
 ) -> None:
     directory = tmp_path_factory.mktemp("snapshots")
     timeout_ms = timeout_k * SLIDE
-    expected = simulate(batches, timeout_ms)
+    expected = track_oracle(batches, timeout_ms, slide_ms=SLIDE)
     deltas = run_fold(batches, timeout_ms, compact_every, directory)
     previous: dict[Any, int] = {}
     for i, (delta, want) in enumerate(zip(deltas, expected, strict=True)):
@@ -119,7 +91,7 @@ def test_events_of_a_key_are_applied_in_input_order(tmp_path: Path) -> None:
 def test_an_interval_reads_only_active_and_expiring_keys(tmp_path: Path) -> None:
     """With 5,000 idle keys in the snapshot, an interval touches the snapshot only for its
     one active key and the keys whose timeout passes now."""
-    fns = TrackFunctions(sessions_init, sessions_update, 3000, SLIDE)
+    fns = TrackFunctions(session_init, session_update, 3000, SLIDE)
     idle = [(f"idle{i}", ((0, i), "join")) for i in range(5000)]
     first = fold(0, None, None, None, [(1000, idle)], fns)
     _, snap = compact(first, str(tmp_path / "1000"))
