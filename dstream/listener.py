@@ -27,7 +27,9 @@ from dstream.time import Time
 
 __all__ = [
     "BatchInfo",
+    "JavaMap",
     "OutputOperationInfo",
+    "StreamInputInfo",
     "StreamingListener",
     "StreamingListenerBatchCompleted",
     "StreamingListenerBatchStarted",
@@ -40,11 +42,45 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+class JavaMap(dict[Any, Any]):
+    """A dict that also answers the ``java.util.Map`` calls listener code written for
+    pyspark.streaming makes on what Py4J hands it (``keySet()``, ``get(k)``, ``size()``...)."""
+
+    def keySet(self) -> set[Any]:
+        return set(self)
+
+    def size(self) -> int:
+        return len(self)
+
+    def isEmpty(self) -> bool:
+        return not self
+
+    def containsKey(self, key: Any) -> bool:
+        return key in self
+
+
+class _JavaLong(int):
+    """An int that can also be called: Spark's case-class fields read through Py4J are
+    methods (``info.numRecords()``), and some listener code reads them as attributes."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
+def _or_minus_one(value: int | None) -> int:
+    """Spark's Java listener API reports an unknown time or delay as -1."""
+    return -1 if value is None else value
+
+
 @dataclass(frozen=True)
 class OutputOperationInfo:
+    """One output operation of one batch: ``label`` (``"foreachRDD at app.py:12"``), when it
+    started and ended (epoch ms, None until then) and why it failed (None if it did not).
+    The camelCase methods are those of Spark's ``OutputOperationInfo``."""
+
     batch_time: Time
     index: int
-    name: str
+    label: str
     start_ms: int | None = None
     end_ms: int | None = None
     failure: str | None = None
@@ -55,12 +91,27 @@ class OutputOperationInfo:
             return None
         return self.end_ms - self.start_ms
 
-    # pyspark.streaming's (Java) accessor names.
+    # pyspark.streaming's (Java) accessors
     def batchTime(self) -> Time:
         return self.batch_time
 
     def id(self) -> int:
         return self.index
+
+    def name(self) -> str:
+        return self.label
+
+    def description(self) -> str:
+        return self.label
+
+    def startTime(self) -> int:
+        return _or_minus_one(self.start_ms)
+
+    def endTime(self) -> int:
+        return _or_minus_one(self.end_ms)
+
+    def duration(self) -> int:
+        return _or_minus_one(self.duration_ms)
 
     def failureReason(self) -> str | None:
         return self.failure
@@ -79,19 +130,24 @@ class StreamInputInfo:
     def inputStreamId(self) -> int:
         return self.input_stream_id
 
-    def numRecords(self) -> int:
-        return self.num_records
+    @property
+    def numRecords(self) -> _JavaLong:
+        return _JavaLong(self.num_records)
 
-    def metadata(self) -> dict[str, Any]:
-        return dict(self.metadata_)
+    def metadata(self) -> JavaMap:
+        return JavaMap(self.metadata_)
 
-    def metadataDescription(self) -> str | None:
-        description = self.metadata_.get("Description")
-        return None if description is None else str(description)
+    def metadataDescription(self) -> str:
+        return str(self.metadata_.get("Description", ""))
 
 
 @dataclass(frozen=True)
 class BatchInfo:
+    """One batch: its time, when it was submitted, started and ended (epoch ms; None until
+    then), the records each input stream read and its output operations. The delays are in
+    milliseconds (see the module docstring). The camelCase methods are those of Spark's
+    ``BatchInfo`` as PySpark's listeners see it, with -1 for a time not known yet."""
+
     batch_time: Time
     submission_ms: int
     processing_start_ms: int | None = None
@@ -126,39 +182,39 @@ class BatchInfo:
     def failed(self) -> bool:
         return any(op.failure is not None for op in self.output_operations)
 
-    # pyspark.streaming's (Java) accessor names.
+    # pyspark.streaming's (Java) accessors
     def batchTime(self) -> Time:
         return self.batch_time
 
     def submissionTime(self) -> int:
         return self.submission_ms
 
-    def processingStartTime(self) -> int | None:
-        return self.processing_start_ms
+    def processingStartTime(self) -> int:
+        return _or_minus_one(self.processing_start_ms)
 
-    def processingEndTime(self) -> int | None:
-        return self.processing_end_ms
+    def processingEndTime(self) -> int:
+        return _or_minus_one(self.processing_end_ms)
 
-    def schedulingDelay(self) -> int | None:
-        return self.scheduling_delay_ms
+    def schedulingDelay(self) -> int:
+        return _or_minus_one(self.scheduling_delay_ms)
 
-    def processingDelay(self) -> int | None:
-        return self.processing_delay_ms
+    def processingDelay(self) -> int:
+        return _or_minus_one(self.processing_delay_ms)
 
-    def totalDelay(self) -> int | None:
-        return self.total_delay_ms
+    def totalDelay(self) -> int:
+        return _or_minus_one(self.total_delay_ms)
 
     def numRecords(self) -> int:
         return self.num_records
 
-    def streamIdToInputInfo(self) -> dict[int, StreamInputInfo]:
-        return {
-            sid: StreamInputInfo(sid, n, self.input_metadata.get(sid, {}))
+    def streamIdToInputInfo(self) -> JavaMap:
+        return JavaMap(
+            (sid, StreamInputInfo(sid, n, self.input_metadata.get(sid, {})))
             for sid, n in self.input_records.items()
-        }
+        )
 
-    def outputOperationInfos(self) -> dict[int, OutputOperationInfo]:
-        return {op.index: op for op in self.output_operations}
+    def outputOperationInfos(self) -> JavaMap:
+        return JavaMap((op.index, op) for op in self.output_operations)
 
 
 @dataclass(frozen=True)

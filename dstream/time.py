@@ -18,60 +18,160 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
-from typing import overload
+from typing import Any, overload
 
 __all__ = ["Duration", "Interval", "Time", "to_duration", "to_time"]
 
 
-@dataclass(frozen=True, order=True, slots=True)
+def _whole_ms(delta: timedelta, what: str) -> int:
+    us = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if us % 1000:
+        raise ValueError(
+            f"{what} {delta!r} is not a whole number of milliseconds; dstream keeps time in "
+            "milliseconds: round it to the millisecond"
+        )
+    return us // 1000
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Duration:
-    """A length of time in whole milliseconds (never negative)."""
+    """A length of time in whole milliseconds.
+
+    It is also a ``timedelta`` as far as programs written for pyspark.streaming can tell:
+    ``total_seconds()``, ``days``/``seconds``/``microseconds``, comparison and arithmetic with
+    ``timedelta``. It is negative only as the difference of two times (``t1 - t2``); every
+    duration a user passes in (batch interval, window, timeout) is checked to be positive.
+    """
 
     ms: int
 
     def __post_init__(self) -> None:
         if not isinstance(self.ms, int) or isinstance(self.ms, bool):
             raise TypeError(f"Duration takes whole milliseconds as an int, got {self.ms!r}")
-        if self.ms < 0:
-            raise ValueError(f"Duration {self.ms} ms is negative; a duration must be 0 ms or more")
 
-    def __add__(self, other: Duration) -> Duration:
-        return Duration(self.ms + other.ms)
+    @staticmethod
+    def _ms_of(other: object) -> int | None:
+        if isinstance(other, Duration):
+            return other.ms
+        if isinstance(other, timedelta):
+            return _whole_ms(other, "timedelta")
+        return None
 
-    def __sub__(self, other: Duration) -> Duration:
-        return Duration(self.ms - other.ms)
+    def __add__(self, other: Duration | timedelta) -> Duration:
+        ms = self._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return Duration(self.ms + ms)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Duration | timedelta) -> Duration:
+        ms = self._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return Duration(self.ms - ms)
+
+    def __rsub__(self, other: timedelta) -> Duration:
+        ms = self._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return Duration(ms - self.ms)
+
+    def __neg__(self) -> Duration:
+        return Duration(-self.ms)
+
+    def __abs__(self) -> Duration:
+        return Duration(abs(self.ms))
 
     def __mul__(self, factor: int) -> Duration:
+        if isinstance(factor, bool) or not isinstance(factor, int):
+            return NotImplemented
         return Duration(self.ms * factor)
 
     __rmul__ = __mul__
 
     @overload
-    def __floordiv__(self, other: Duration) -> int: ...
+    def __floordiv__(self, other: Duration | timedelta) -> int: ...
     @overload
     def __floordiv__(self, other: int) -> Duration: ...
-    def __floordiv__(self, other: Duration | int) -> int | Duration:
-        if isinstance(other, Duration):
-            return self.ms // other.ms
-        return Duration(self.ms // other)
+    def __floordiv__(self, other: Duration | timedelta | int) -> int | Duration:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Duration(self.ms // other)
+        ms = self._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return self.ms // ms
 
-    def __mod__(self, other: Duration) -> Duration:
-        return Duration(self.ms % other.ms)
+    def __truediv__(self, other: Duration | timedelta) -> float:
+        ms = self._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return self.ms / ms
+
+    def __mod__(self, other: Duration | timedelta) -> Duration:
+        ms = self._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return Duration(self.ms % ms)
 
     def __bool__(self) -> bool:
         return self.ms != 0
+
+    # comparisons: with Durations and timedeltas alike
+    def __eq__(self, other: object) -> bool:
+        ms = self._ms_of(other) if not isinstance(other, timedelta) else _exact_ms(other)
+        return NotImplemented if ms is None else self.ms == ms
+
+    def __hash__(self) -> int:
+        return hash(timedelta(milliseconds=self.ms))  # equal to an equal timedelta's
+
+    def __lt__(self, other: Duration | timedelta) -> bool:
+        return self._cmp(other, lambda a, b: a < b)
+
+    def __le__(self, other: Duration | timedelta) -> bool:
+        return self._cmp(other, lambda a, b: a <= b)
+
+    def __gt__(self, other: Duration | timedelta) -> bool:
+        return self._cmp(other, lambda a, b: a > b)
+
+    def __ge__(self, other: Duration | timedelta) -> bool:
+        return self._cmp(other, lambda a, b: a >= b)
+
+    def _cmp(self, other: object, op: Callable[[float, float], bool]) -> bool:
+        if isinstance(other, Duration):
+            return op(self.ms, other.ms)
+        if isinstance(other, timedelta):
+            return op(self.ms, other / timedelta(milliseconds=1))
+        return NotImplemented
 
     def is_multiple_of(self, other: Duration) -> bool:
         """True when this duration is a whole number (>= 1) of ``other``."""
         return other.ms > 0 and self.ms > 0 and self.ms % other.ms == 0
 
-    @property
-    def seconds(self) -> float:
-        """For display and for APIs that want seconds; never for arithmetic."""
+    # timedelta's view
+    def to_timedelta(self) -> timedelta:
+        return timedelta(milliseconds=self.ms)
+
+    def total_seconds(self) -> float:
         return self.ms / 1000
+
+    @property
+    def days(self) -> int:
+        return self.to_timedelta().days
+
+    @property
+    def seconds(self) -> int:
+        """As ``timedelta.seconds``: the seconds within the last day (0-86399); the whole
+        length in seconds is :meth:`total_seconds`."""
+        return self.to_timedelta().seconds
+
+    @property
+    def microseconds(self) -> int:
+        return self.to_timedelta().microseconds
 
     def __str__(self) -> str:
         return f"{self.ms} ms"
@@ -80,9 +180,31 @@ class Duration:
         return f"Duration({self.ms})"
 
 
-@dataclass(frozen=True, order=True, slots=True)
+def _exact_ms(delta: timedelta) -> int | None:
+    """``delta`` in milliseconds when it is whole; None (unequal to any Duration) otherwise."""
+    us = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return None if us % 1000 else us // 1000
+
+
+# What a datetime offers that programs call on the time pyspark.streaming hands them.
+_DATETIME_VIEW = frozenset(
+    """year month day hour minute second microsecond tzinfo fold weekday isoweekday
+    isocalendar date time timetz ctime timetuple utctimetuple toordinal replace astimezone
+    utcoffset dst tzname""".split()
+)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Time:
-    """A point in time: milliseconds since the Unix epoch (UTC)."""
+    """A point in time: milliseconds since the Unix epoch.
+
+    Programs written for pyspark.streaming get a ``datetime`` (naive, local time) in
+    ``foreachRDD``/``transform``; a ``Time`` stands in for it: ``str()``, ``strftime``,
+    ``isoformat``, ``timestamp()``, ``.hour`` and the rest of a datetime's attributes give what
+    that datetime would, ``time + timedelta(seconds=1)`` and ``time - other_time`` work, and
+    times compare with datetimes (naive ones as local time, as PySpark). ``milliseconds()`` is
+    the accessor of Spark's own ``Time`` that listener code calls.
+    """
 
     ms: int
 
@@ -91,16 +213,63 @@ class Time:
             raise TypeError(f"Time takes epoch milliseconds as an int, got {self.ms!r}")
 
     @overload
-    def __sub__(self, other: Time) -> Duration: ...
+    def __sub__(self, other: Time | datetime) -> Duration: ...
     @overload
-    def __sub__(self, other: Duration) -> Time: ...
-    def __sub__(self, other: Time | Duration) -> Duration | Time:
+    def __sub__(self, other: Duration | timedelta) -> Time: ...
+    def __sub__(self, other: Time | datetime | Duration | timedelta) -> Duration | Time:
         if isinstance(other, Time):
             return Duration(self.ms - other.ms)
-        return Time(self.ms - other.ms)
+        if isinstance(other, datetime):
+            return Duration(self.ms - to_time(other).ms)
+        ms = Duration._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return Time(self.ms - ms)
 
-    def __add__(self, other: Duration) -> Time:
-        return Time(self.ms + other.ms)
+    def __rsub__(self, other: datetime) -> Duration:
+        if isinstance(other, datetime):
+            return Duration(to_time(other).ms - self.ms)
+        return NotImplemented
+
+    def __add__(self, other: Duration | timedelta) -> Time:
+        ms = Duration._ms_of(other)
+        if ms is None:
+            return NotImplemented
+        return Time(self.ms + ms)
+
+    __radd__ = __add__
+
+    # comparisons: with Times and datetimes alike
+    @staticmethod
+    def _ms_of(other: object) -> int | None:
+        if isinstance(other, Time):
+            return other.ms
+        if isinstance(other, datetime):
+            return round(other.timestamp() * 1000)
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        ms = self._ms_of(other)
+        return NotImplemented if ms is None else self.ms == ms
+
+    def __hash__(self) -> int:
+        return hash(self.ms)
+
+    def __lt__(self, other: Time | datetime) -> bool:
+        ms = self._ms_of(other)
+        return NotImplemented if ms is None else self.ms < ms
+
+    def __le__(self, other: Time | datetime) -> bool:
+        ms = self._ms_of(other)
+        return NotImplemented if ms is None else self.ms <= ms
+
+    def __gt__(self, other: Time | datetime) -> bool:
+        ms = self._ms_of(other)
+        return NotImplemented if ms is None else self.ms > ms
+
+    def __ge__(self, other: Time | datetime) -> bool:
+        ms = self._ms_of(other)
+        return NotImplemented if ms is None else self.ms >= ms
 
     def floor(self, unit: Duration, origin: Time | None = None) -> Time:
         """The latest time <= self that lies on the grid ``origin + k * unit``."""
@@ -110,22 +279,36 @@ class Time:
     def is_multiple_of(self, unit: Duration) -> bool:
         return self.ms % unit.ms == 0
 
-    # datetime-like helpers: pyspark.streaming hands a datetime to foreachRDD functions;
-    # programs that format it keep working, always in UTC (never a naive local time).
-    def to_datetime(self) -> datetime:
-        return datetime.fromtimestamp(self.ms / 1000, tz=UTC)
+    # Spark's Time
+    def milliseconds(self) -> int:
+        return self.ms
+
+    # the datetime pyspark.streaming would have passed
+    def to_datetime(self, tz: tzinfo | None = None) -> datetime:
+        """As PySpark's: a naive datetime in local time; with ``tz``, an aware one there."""
+        if tz is None:
+            return datetime.fromtimestamp(self.ms / 1000)
+        return datetime.fromtimestamp(self.ms / 1000, tz=tz)
 
     def timestamp(self) -> float:
         return self.ms / 1000
 
-    def isoformat(self) -> str:
-        return self.to_datetime().isoformat(timespec="milliseconds")
+    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+        return self.to_datetime().isoformat(sep, timespec)
 
     def strftime(self, fmt: str) -> str:
         return self.to_datetime().strftime(fmt)
 
+    def __format__(self, spec: str) -> str:
+        return str(self) if not spec else format(self.to_datetime(), spec)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _DATETIME_VIEW:
+            return getattr(self.to_datetime(), name)
+        raise AttributeError(f"'Time' object has no attribute {name!r}")
+
     def __str__(self) -> str:
-        return f"{self.ms} ms"
+        return str(self.to_datetime())
 
     def __repr__(self) -> str:
         return f"Time({self.ms})"
@@ -205,20 +388,16 @@ def to_duration(value: object, what: str = "duration", *, allow_zero: bool = Fal
 
 
 def to_time(value: object, what: str = "time") -> Time:
-    """Convert a :class:`Time`, epoch seconds (int/float, PySpark's convention for
-    ``slice``) or an aware ``datetime`` to :class:`Time`."""
+    """Convert a :class:`Time`, a ``datetime`` (naive: local time, as PySpark's; aware: its
+    own zone) or epoch seconds (int/float) to :class:`Time`."""
     if isinstance(value, Time):
         return value
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(
-                f"{what} {value!r} is a naive datetime; give it a timezone "
-                "(e.g. datetime(..., tzinfo=timezone.utc)) or pass a dstream.Time"
-            )
         return Time(round(value.timestamp() * 1000))
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(
-            f"{what} must be a dstream.Time, epoch seconds or an aware datetime; got {value!r}"
+            f"{what} must be a dstream.Time, a datetime or epoch seconds; got "
+            f"{type(value).__name__} {value!r}"
         )
     ms = Decimal(repr(value)) * 1000
     if ms != ms.to_integral_value():

@@ -24,8 +24,9 @@ class OutputOps(StateOps[T]):
     def foreachRDD(self, func: Callable[..., None]) -> None:
         """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every interval.
 
-        ``time`` is a :class:`dstream.Time` (integer milliseconds, with ``strftime``,
-        ``isoformat`` and ``to_datetime()`` in UTC).
+        ``time`` is a :class:`dstream.Time`: integer milliseconds inside, and everything the
+        ``datetime`` PySpark passes offers outside (``str``, ``strftime``, ``.hour``, ``+
+        timedelta``, comparison with datetimes; local time, as PySpark's).
         """
         uf = self._user("foreachRDD", func, driver=True)
         arity = positional_arity(uf.fn)
@@ -48,7 +49,7 @@ class OutputOps(StateOps[T]):
         def take_and_print(time: Time, rdd: RDD[Any]) -> None:
             taken = rdd.take(num + 1)
             lines = ["-------------------------------------------"]
-            lines.append(f"Time: {time.to_datetime():%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC")
+            lines.append(f"Time: {time}")  # as PySpark's: str() of the local datetime
             lines.append("-------------------------------------------")
             lines.extend(str(record) for record in taken[:num])
             if len(taken) > num:

@@ -11,14 +11,11 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dstream.api.common import CommonOps
 from dstream.functions import (
-    UserFunction,
-    call_site,
-    check_callable,
     guard_partitions,
     positional_arity,
 )
-from dstream.streams.base import DStreamCore
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -47,42 +44,7 @@ def _count(rdd: RDD[Any]) -> RDD[int]:
     return total(rdd.mapPartitions(_count_partition))
 
 
-class StatelessOps(DStreamCore[T]):
-    # ---- helpers shared by every family ---------------------------------------------------
-    def _user(
-        self, operator_name: str, fn: object, argument: str = "func", *, driver: bool = False
-    ) -> UserFunction:
-        check_callable(fn, operator_name, argument)
-        assert callable(fn)
-        return UserFunction(operator_name, call_site(), fn, "driver" if driver else "executor")
-
-    def _rdd_op(
-        self,
-        name: str,
-        fn: Callable[[RDD[Any]], RDD[Any]],
-        user_functions: Iterable[UserFunction] = (),
-    ) -> DStream[Any]:
-        """A stream whose RDD of each interval is ``fn(parent RDD of that interval)``."""
-        from dstream.streams.transformed import TransformedDStream
-
-        return TransformedDStream(
-            [self],  # type: ignore[list-item]
-            lambda _t, rdds: fn(rdds[0]),
-            name=name,
-            user_functions=user_functions,
-        )
-
-    def _num_partitions(self, numPartitions: int | None, operator_name: str) -> int:
-        if numPartitions is None:
-            return int(self._ssc.sparkContext.defaultParallelism)
-        if isinstance(numPartitions, bool) or not isinstance(numPartitions, int):
-            raise TypeError(
-                f"{operator_name}() numPartitions must be an int, got {numPartitions!r}"
-            )
-        if numPartitions < 1:
-            raise ValueError(f"{operator_name}() numPartitions {numPartitions} must be at least 1")
-        return numPartitions
-
+class StatelessOps(CommonOps[T]):
     # ---- per-record and per-partition functions -------------------------------------------
     def map(self, f: Callable[[T], Any], preservesPartitioning: bool = False) -> DStream[Any]:
         """Apply ``f`` to every record.
@@ -242,9 +204,3 @@ class StatelessOps(DStreamCore[T]):
 
         self._check_stream(other, "union")
         return UnionDStream([self, other])  # type: ignore[list-item]
-
-    def _check_stream(self, other: object, operator_name: str) -> None:
-        if not isinstance(other, DStreamCore):
-            raise TypeError(
-                f"{operator_name}() needs another DStream, got {type(other).__name__} {other!r}"
-            )

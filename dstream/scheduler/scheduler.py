@@ -162,7 +162,7 @@ class JobScheduler:
     def stop(self, graceful: bool) -> None:
         self._timer.stop()
         if graceful:
-            self._wait_for_generated(self._settings.graceful_stop_timeout.seconds)
+            self._wait_for_generated(self._settings.graceful_stop_timeout.total_seconds())
         else:
             with self._done:
                 running = [t for t in self._batches]
@@ -300,10 +300,10 @@ class JobScheduler:
     def _generate_now(self, time: Time) -> None:
         began = _time.perf_counter()
         jobs = self._graph.generate_jobs(time)
-        info = BatchInfo(time, self._clock.now().ms)
-        batch = _Batch(time, jobs, info, pending=len(jobs))
-        for job in jobs:
-            batch.outputs[job.output_index] = OutputOperationInfo(time, job.output_index, job.label)
+        outputs = {j.output_index: OutputOperationInfo(time, j.output_index, j.label) for j in jobs}
+        # As Spark's: the batch's output operations are listed from its submission on.
+        info = BatchInfo(time, self._clock.now().ms, output_operations=_in_order(outputs))
+        batch = _Batch(time, jobs, info, pending=len(jobs), outputs=outputs)
         with self._done:
             self._batches[time] = batch
             self._last_generated = time
@@ -358,11 +358,13 @@ class JobScheduler:
 
     def _job_started(self, time: Time, index: int, at_ms: int) -> None:
         batch = self._batches[time]
-        if batch.info.processing_start_ms is None:
-            batch.info = replace(batch.info, processing_start_ms=at_ms)
-            self._bus.post("onBatchStarted", StreamingListenerBatchStarted(batch.info))
         op = replace(batch.outputs[index], start_ms=at_ms)
         batch.outputs[index] = op
+        if batch.info.processing_start_ms is None:
+            batch.info = replace(
+                batch.info, processing_start_ms=at_ms, output_operations=_in_order(batch.outputs)
+            )
+            self._bus.post("onBatchStarted", StreamingListenerBatchStarted(batch.info))
         self._bus.post("onOutputOperationStarted", StreamingListenerOutputOperationStarted(op))
 
     def _job_finished(
@@ -404,7 +406,7 @@ class JobScheduler:
             processing_end_ms=now,
             input_records=records,
             input_metadata=metadata,
-            output_operations=tuple(batch.outputs[i] for i in sorted(batch.outputs)),
+            output_operations=_in_order(batch.outputs),
         )
         for job in batch.jobs:
             if job.release is not None:
@@ -424,3 +426,7 @@ class JobScheduler:
     def running_batches(self) -> list[Any]:
         with self._done:
             return sorted(self._batches)
+
+
+def _in_order(outputs: dict[int, OutputOperationInfo]) -> tuple[OutputOperationInfo, ...]:
+    return tuple(outputs[i] for i in sorted(outputs))

@@ -73,7 +73,7 @@ class SocketInputDStream(InputDStream):
             self._thread.join(timeout=10)
 
     def _receive_forever(self) -> None:
-        delay = self._ssc._settings.receiver_restart_delay.seconds
+        delay = self._ssc._settings.receiver_restart_delay.total_seconds()
         while not self._stopping.is_set():
             try:
                 with socket.create_connection((self.hostname, self.port), timeout=10) as sock:

@@ -2,14 +2,17 @@
 
 A subclass declares three things:
 
-* ``dependencies`` — the parent streams (empty for an input stream),
-* ``slide_duration`` — how often it produces an RDD (its parent's, unless it is a window),
-* ``compute(time)`` — the RDD for one interval, built from its parents' RDDs of that time.
+* ``_dependencies`` — the parent streams (empty for an input stream),
+* ``_slide_duration`` — how often it produces an RDD (its parent's, unless it is a window),
+* ``_compute(time)`` — the RDD for one interval, built from its parents' RDDs of that time.
 
-This base class owns the rest: the per-time RDD cache (``get_or_compute``), which times are
+This base class owns the rest: the per-time RDD cache (``_get_or_compute``), which times are
 valid, how long RDDs are remembered (windows push their need upstream through
-``parent_remember_duration``), persistence, and forgetting old RDDs (``clear_metadata``).
+``_parent_remember_duration``), persistence, and forgetting old RDDs (``_clear_metadata``).
 Nothing here runs a Spark job: RDDs are built lazily and jobs are started by the scheduler.
+
+Everything here is the engine's: its names start with ``_`` so that the object a user holds
+shows the user's API only (:mod:`dstream.api`); the scheduler and storage call these hooks.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site
-from dstream.time import Duration, Time, to_duration, to_time
+from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
@@ -94,14 +97,6 @@ class DStreamCore(Generic[T]):
     def _restore_state(self, state: dict[str, Any]) -> None:
         """Take back what :meth:`journal_state` saved."""
 
-    def setName(self, name: str) -> DStreamCore[T]:
-        """Name this stream, so that a restarted driver running changed code can find its
-        state (``StreamingContext.getOrCreate(..., rebuildGraph=True)``)."""
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"setName() needs a non-empty string, got {name!r}")
-        self._user_name = name
-        return self
-
     # ---- what an operator declares -------------------------------------------------------
     @property
     def _dependencies(self) -> tuple[DStreamCore[Any], ...]:
@@ -132,10 +127,6 @@ class DStreamCore(Generic[T]):
             "a DStream exists only on the driver — use its RDDs inside transform() or "
             "foreachRDD() instead"
         )
-
-    def context(self) -> StreamingContext:
-        """The StreamingContext this stream belongs to."""
-        return self._ssc
 
     def _initialize(self, zero_time: Time) -> None:
         """Called once at start, from the outputs down to the inputs."""
@@ -232,73 +223,3 @@ class DStreamCore(Generic[T]):
 
     def _on_batch_completed(self, time: Time) -> None:
         """Called by the scheduler after every job of batch ``time`` finished."""
-
-    # ---- user-visible mechanism -----------------------------------------------------------
-    def checkpoint(self, interval: object) -> DStreamCore[T]:
-        """Checkpoint this stream's RDDs every ``interval`` (a multiple of its slide).
-
-        On the stream a window or state operator returned, this sets the interval of the
-        state behind it (its lineage is what checkpoints cut)."""
-        self._ssc._check_can_add("checkpoint")
-        if self._checkpoint_target is not None:
-            self._checkpoint_target.checkpoint(interval)
-            return self
-        duration = to_duration(interval, "checkpoint interval")
-        if not duration.is_multiple_of(self._slide_duration):
-            raise ValueError(
-                f"checkpoint interval {duration} of {self._label} must be a multiple of its "
-                f"slide {self._slide_duration}"
-            )
-        self._checkpoint_interval = duration
-        return self
-
-    def cache(self) -> DStreamCore[T]:
-        """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
-        from pyspark import StorageLevel
-
-        return self.persist(StorageLevel.MEMORY_ONLY)
-
-    def persist(self, storageLevel: StorageLevel) -> DStreamCore[T]:
-        """Persist each interval's RDD at ``storageLevel``."""
-        from pyspark import StorageLevel
-
-        if not isinstance(storageLevel, StorageLevel):
-            raise TypeError(
-                f"persist() needs a pyspark.StorageLevel, got {storageLevel!r}; "
-                "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
-            )
-        self._ssc._check_can_add("persist")
-        self._storage_level = storageLevel
-        return self
-
-    def remember(self, duration: object) -> DStreamCore[T]:
-        """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
-        self._ssc._check_can_add("remember")
-        self._remember(to_duration(duration, "remember duration"))
-        return self
-
-    def slice(self, begin: object, end: object) -> list[RDD[T]]:
-        """The RDDs of the intervals from ``begin`` to ``end`` (both included).
-
-        ``begin``/``end`` are :class:`dstream.Time`, epoch seconds or aware datetimes. Only
-        intervals this stream still remembers (see ``remember``) or can compute are returned.
-        """
-        b, e = to_time(begin, "slice begin"), to_time(end, "slice end")
-        if e < b:
-            raise ValueError(f"slice end {e} is before its begin {b}; give the earlier time first")
-        if self._zero_time is None:
-            raise ContextStateError(
-                f"slice() on {self._label} before ssc.start(): no interval exists yet"
-            )
-        slide = self._slide_duration
-        first = b.floor(slide, self._zero_time)
-        if first < b:
-            first = first + slide
-        result = []
-        t = first
-        with self._lock:
-            while t <= e:
-                if t in self._generated:
-                    result.append(self._generated[t])
-                t = t + slide
-        return result

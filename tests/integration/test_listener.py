@@ -63,7 +63,7 @@ def test_batch_events_in_order_with_counts_and_delays(harness: Any) -> None:
     assert first.schedulingDelay() + first.processingDelay() == first.totalDelay()
     assert not first.failed
     ops = first.outputOperationInfos()
-    assert list(ops) == [0] and ops[0].name.startswith("foreachRDD at test_listener.py:")
+    assert list(ops) == [0] and ops[0].label.startswith("foreachRDD at test_listener.py:")
     assert ops[0].duration_ms == 300 and ops[0].failureReason() is None
     # Batch 2000 was generated when the clock reached 2300 (1300 + 1000): it waited 300 ms.
     assert done[1].schedulingDelay() == 300

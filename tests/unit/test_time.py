@@ -74,9 +74,11 @@ def test_time_and_duration_arithmetic() -> None:
     assert sorted([Time(3), Time(1), Time(2)]) == [Time(1), Time(2), Time(3)]
 
 
-def test_durations_are_never_negative_and_times_are_ints() -> None:
+def test_differences_are_signed_and_times_are_ints() -> None:
+    assert Duration(500) - Duration(1000) == Duration(-500)
+    assert Time(1000) - Time(3000) == Duration(-2000) == timedelta(seconds=-2)
     with pytest.raises(ValueError, match="negative"):
-        Duration(500) - Duration(1000)
+        to_duration(-1)  # what users pass in is checked
     with pytest.raises(TypeError, match="whole milliseconds"):
         Duration(1.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="epoch milliseconds"):
@@ -100,12 +102,57 @@ def test_interval_is_half_open() -> None:
         Interval(Time(5), Time(4))
 
 
-def test_time_formats_in_utc_like_a_datetime() -> None:
+def test_time_is_the_datetime_pyspark_would_have_passed() -> None:
+    """pyspark.streaming hands foreachRDD a naive local datetime; a Time formats, prints and
+    exposes attributes exactly as that datetime does."""
     t = Time(1_500)
-    assert t.to_datetime() == datetime(1970, 1, 1, 0, 0, 1, 500_000, tzinfo=UTC)
-    assert t.isoformat() == "1970-01-01T00:00:01.500+00:00"
-    assert t.strftime("%H:%M:%S") == "00:00:01"
-    assert t.timestamp() == 1.5
+    pyspark = datetime.fromtimestamp(1.5)  # what PySpark passes
+    assert t.to_datetime() == pyspark and t.to_datetime().tzinfo is None
+    assert t.to_datetime(UTC) == datetime(1970, 1, 1, 0, 0, 1, 500_000, tzinfo=UTC)
+    assert str(t) == str(pyspark)
+    assert f"Time: {t}" == f"Time: {pyspark}"
+    assert f"{t:%H:%M:%S.%f}" == f"{pyspark:%H:%M:%S.%f}"
+    assert t.isoformat() == pyspark.isoformat()
+    assert t.isoformat(" ", "milliseconds") == pyspark.isoformat(" ", "milliseconds")
+    assert t.strftime("%Y-%m-%d %H:%M:%S") == pyspark.strftime("%Y-%m-%d %H:%M:%S")
+    assert t.timestamp() == 1.5 == pyspark.timestamp()
+    for name in ("year", "month", "day", "hour", "minute", "second", "microsecond"):
+        assert getattr(t, name) == getattr(pyspark, name), name
+    assert t.weekday() == pyspark.weekday() and t.date() == pyspark.date()
+    assert t.milliseconds() == 1500  # Spark's Time accessor, for listener code
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        t.nope  # noqa: B018
+
+
+def test_time_and_timedelta_arithmetic_as_programs_use_it() -> None:
+    t, begin = Time(5_000), Time(2_000)
+    assert t + timedelta(seconds=1) == Time(6_000)
+    assert timedelta(milliseconds=250) + t == Time(5_250)
+    assert t - timedelta(seconds=2) == Time(3_000)
+    elapsed = t - begin
+    assert elapsed == timedelta(seconds=3) and elapsed.total_seconds() == 3.0
+    assert (elapsed.days, elapsed.seconds, elapsed.microseconds) == (0, 3, 0)
+    assert elapsed > timedelta(seconds=2) and elapsed <= timedelta(seconds=3)
+    assert Duration(1500) + timedelta(milliseconds=500) == Duration(2000)
+    assert Duration(3000) / timedelta(seconds=1) == 3.0
+    assert hash(Duration(1500)) == hash(timedelta(milliseconds=1500))
+    with pytest.raises(ValueError, match="not a whole number of milliseconds"):
+        t + timedelta(microseconds=1)
+    assert Duration(1) != timedelta(microseconds=1500)
+
+
+def test_times_compare_with_datetimes() -> None:
+    t = Time(10_000)
+    local = datetime.fromtimestamp(10)  # naive: local time, as PySpark's
+    assert t == local and local == t
+    assert t < datetime.fromtimestamp(11) and datetime.fromtimestamp(9) < t
+    assert t >= datetime(1970, 1, 1, 0, 0, 10, tzinfo=UTC)
+    assert datetime.fromtimestamp(12) - t == timedelta(seconds=2)
+    assert t - datetime.fromtimestamp(4) == Duration(6_000)
+    assert sorted([datetime.fromtimestamp(11), Time(10_500)]) == [
+        Time(10_500),
+        datetime.fromtimestamp(11),
+    ]
 
 
 def test_to_time_takes_seconds_aware_datetimes_and_times() -> None:
@@ -113,7 +160,6 @@ def test_to_time_takes_seconds_aware_datetimes_and_times() -> None:
     assert to_time(Time(5)) == Time(5)
     tz = timezone(timedelta(hours=2))
     assert to_time(datetime(1970, 1, 1, 2, 0, 3, tzinfo=tz)) == Time(3000)
-    with pytest.raises(ValueError, match="naive datetime"):
-        to_time(datetime(2020, 1, 1))
+    assert to_time(datetime.fromtimestamp(7.25)) == Time(7_250)  # naive: local time
     with pytest.raises(TypeError, match=r"dstream\.Time"):
         to_time("12")

@@ -1,0 +1,146 @@
+"""What every stream offers, whatever its family: naming, persistence, checkpoint intervals,
+remembering RDDs, slicing out past intervals, and the helpers the operator families share
+(validating a user function, building a stream from an RDD function)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from dstream.errors import ContextStateError
+from dstream.functions import UserFunction, call_site, check_callable
+from dstream.streams.base import DStreamCore
+from dstream.time import to_duration, to_time
+
+if TYPE_CHECKING:
+    from pyspark import RDD, StorageLevel
+
+    from dstream.context import StreamingContext
+    from dstream.dstream import DStream
+
+T = TypeVar("T")
+
+__all__ = ["CommonOps"]
+
+
+class CommonOps(DStreamCore[T]):
+    def context(self) -> StreamingContext:
+        """The StreamingContext this stream belongs to."""
+        return self._ssc
+
+    def setName(self, name: str) -> DStreamCore[T]:
+        """Name this stream, so that a restarted driver running changed code can find its
+        state (``StreamingContext.getOrCreate(..., rebuildGraph=True)``)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"setName() needs a non-empty string, got {name!r}")
+        self._user_name = name
+        return self
+
+    def checkpoint(self, interval: object) -> DStreamCore[T]:
+        """Checkpoint this stream's RDDs every ``interval`` (a multiple of its slide).
+
+        On the stream a window or state operator returned, this sets the interval of the
+        state behind it (its lineage is what checkpoints cut)."""
+        self._ssc._check_can_add("checkpoint")
+        target = self._checkpoint_target
+        if target is not None:
+            cast("CommonOps[Any]", target).checkpoint(interval)
+            return self
+        duration = to_duration(interval, "checkpoint interval")
+        if not duration.is_multiple_of(self._slide_duration):
+            raise ValueError(
+                f"checkpoint interval {duration} of {self._label} must be a multiple of its "
+                f"slide {self._slide_duration}"
+            )
+        self._checkpoint_interval = duration
+        return self
+
+    def cache(self) -> DStreamCore[T]:
+        """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
+        from pyspark import StorageLevel
+
+        return self.persist(StorageLevel.MEMORY_ONLY)
+
+    def persist(self, storageLevel: StorageLevel) -> DStreamCore[T]:
+        """Persist each interval's RDD at ``storageLevel``."""
+        from pyspark import StorageLevel
+
+        if not isinstance(storageLevel, StorageLevel):
+            raise TypeError(
+                f"persist() needs a pyspark.StorageLevel, got {storageLevel!r}; "
+                "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
+            )
+        self._ssc._check_can_add("persist")
+        self._storage_level = storageLevel
+        return self
+
+    def remember(self, duration: object) -> DStreamCore[T]:
+        """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
+        self._ssc._check_can_add("remember")
+        self._remember(to_duration(duration, "remember duration"))
+        return self
+
+    def slice(self, begin: object, end: object) -> list[RDD[T]]:
+        """The RDDs of the intervals from ``begin`` to ``end``, both included, as PySpark's:
+        each bound is moved back onto the stream's grid of intervals, and an end before the
+        begin gives an empty list.
+
+        ``begin``/``end`` are :class:`dstream.Time`, datetimes (naive: local time) or epoch
+        seconds. Only intervals this stream still remembers (see ``remember``) are returned.
+        """
+        b, e = to_time(begin, "slice begin"), to_time(end, "slice end")
+        if self._zero_time is None:
+            raise ContextStateError(
+                f"slice() on {self._label} before ssc.start(): no interval exists yet"
+            )
+        slide, zero = self._slide_duration, self._zero_time
+        first, last = b.floor(slide, zero), e.floor(slide, zero)
+        result = []
+        with self._lock:
+            t = first
+            while t <= last:
+                if t in self._generated:
+                    result.append(self._generated[t])
+                t = t + slide
+        return result
+
+    # ---- helpers shared by every family ---------------------------------------------------
+    def _user(
+        self, operator_name: str, fn: object, argument: str = "func", *, driver: bool = False
+    ) -> UserFunction:
+        check_callable(fn, operator_name, argument)
+        assert callable(fn)
+        return UserFunction(operator_name, call_site(), fn, "driver" if driver else "executor")
+
+    def _rdd_op(
+        self,
+        name: str,
+        fn: Callable[[RDD[Any]], RDD[Any]],
+        user_functions: Iterable[UserFunction] = (),
+    ) -> DStream[Any]:
+        """A stream whose RDD of each interval is ``fn(parent RDD of that interval)``."""
+        from dstream.streams.transformed import TransformedDStream
+
+        return TransformedDStream(
+            [self],  # type: ignore[list-item]
+            lambda _t, rdds: fn(rdds[0]),
+            name=name,
+            user_functions=user_functions,
+        )
+
+    def _num_partitions(self, numPartitions: int | None, operator_name: str) -> int:
+        if numPartitions is None:
+            return int(self._ssc.sparkContext.defaultParallelism)
+        if isinstance(numPartitions, bool) or not isinstance(numPartitions, int):
+            raise TypeError(
+                f"{operator_name}() numPartitions must be an int, got {numPartitions!r}"
+            )
+        if numPartitions < 1:
+            raise ValueError(f"{operator_name}() numPartitions {numPartitions} must be at least 1")
+        return numPartitions
+
+    def _check_stream(self, other: object, operator_name: str) -> None:
+        if not isinstance(other, DStreamCore):
+            raise TypeError(
+                f"{operator_name}() needs another DStream, got {type(other).__name__} {other!r}"
+            )
