@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster run lint test test-fast bench clean
+.PHONY: setup shim minicluster run lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -30,11 +30,22 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim minicluster lint
+test: shim minicluster lint clean-install-smoke
 	$(PY) -m pytest -q
+
+# The wheel, installed with its runtime dependencies only into a fresh virtual environment,
+# runs a program that touches every feature, from outside the source tree.
+SMOKE := build/clean-install
+clean-install-smoke: setup
+	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
+	DSTREAM_REQUIRE_SHIM=1 $(PY) -m pip wheel --quiet --no-deps -w $(SMOKE)/dist .
+	$(PYTHON) -m venv $(SMOKE)/venv
+	$(SMOKE)/venv/bin/pip install --quiet -c requirements.lock $(SMOKE)/dist/dstream-*.whl
+	cd $(SMOKE) && PYSPARK_PYTHON=$(CURDIR)/$(SMOKE)/venv/bin/python \
+		venv/bin/python $(CURDIR)/tests/smoke/clean_install.py
 
 test-fast: setup
 	$(PY) -m pytest -q tests/unit
 
 clean:
-	rm -rf $(VENV) jvm-shim/*/target
+	rm -rf $(VENV) jvm-shim/*/target dstream/jars build

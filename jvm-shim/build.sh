@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds jvm-shim/listener/target/dstream-shim.jar (the io.dstream.shim SparkListener).
+# Builds jvm-shim/listener/target/dstream-shim.jar (the io.dstream.shim SparkListener) and
+# puts a copy in dstream/jars/, where the package finds it (an editable install reads it there;
+# a wheel ships it as package data: setup.py runs this script when the wheel is built).
 #
 # Compiled with plain javac against the jars shipped inside the installed pyspark wheel, so the
 # shim always matches the exact Spark/Scala versions the Python driver runs (Maven Central may
@@ -17,6 +19,12 @@ module="$here/listener"
 src="$module/src/main/java"
 target="$module/target"
 jar_out="$target/dstream-shim.jar"
+package_jar="$repo/dstream/jars/dstream-shim.jar"
+
+publish() {
+  mkdir -p "$(dirname "$package_jar")"
+  cp -f "$jar_out" "$package_jar.tmp" && mv -f "$package_jar.tmp" "$package_jar"
+}
 
 die() {
   echo "jvm-shim/build.sh: error: $*" >&2
@@ -36,6 +44,7 @@ mapfile -t sources < <(find "$src" -name '*.java' -type f | LC_ALL=C sort)
 if [ -z "${FORCE:-}" ] && [ -f "$jar_out" ]; then
   newer="$(find "$src" "${BASH_SOURCE[0]}" -newer "$jar_out" -print -quit)"
   if [ -z "$newer" ]; then
+    publish
     echo "jvm-shim: up to date: $jar_out"
     exit 0
   fi
@@ -67,4 +76,5 @@ javac --release 17 -encoding UTF-8 -Xlint:all,-serial,-processing,-path -Werror 
   -cp "$jars/*" -d "$classes" "${sources[@]}"
 jar --create --file "$jar_out.tmp" -C "$classes" .
 mv -f "$jar_out.tmp" "$jar_out"
+publish
 echo "jvm-shim: built $jar_out (against $(basename "$(ls "$jars"/spark-core_*.jar)"))"

@@ -40,10 +40,8 @@ __all__ = [
     "parse_events",
 ]
 
-#: Where ``jvm-shim/build.sh`` puts the jar (the package is installed in editable mode).
-SHIM_JAR: Final[Path] = (
-    Path(__file__).resolve().parents[2] / "jvm-shim" / "listener" / "target" / "dstream-shim.jar"
-)
+#: The jar, as package data (``jvm-shim/build.sh`` puts it there; a wheel ships it).
+SHIM_JAR: Final[Path] = Path(__file__).resolve().parents[1] / "jars" / "dstream-shim.jar"
 RECORDER_CLASS: Final = "io.dstream.shim.EventRecorder"
 #: ``EventRecorder.FORMAT_VERSION`` this parser understands.
 FORMAT_VERSION: Final = 2
@@ -55,8 +53,10 @@ class ShimMissingError(RuntimeError):
     def __init__(self, path: Path, needed_by: str | None = None) -> None:
         why = f" ({needed_by} needs it)" if needed_by else ""
         super().__init__(
-            f"dstream JVM shim jar not found at {path}{why}; "
-            "build it with `make shim` (or `bash jvm-shim/build.sh`)"
+            f"dstream JVM shim jar not found at {path}{why}. In a source checkout build it "
+            "with `make shim` (or `bash jvm-shim/build.sh`); an installed dstream ships it in "
+            "its wheel unless the wheel was built without a JDK: reinstall from a wheel built "
+            "with Java 17+"
         )
         self.path = path
 
