@@ -37,6 +37,7 @@ def test_times_handed_to_functions_behave_as_pyspark_datetimes(harness: Any) -> 
         )
 
     stream.foreachRDD(remember_times)
+
     def stamp(time: Any, rdd: Any) -> Any:
         seconds = time.timestamp()
         return rdd.map(lambda x: (x, seconds))
