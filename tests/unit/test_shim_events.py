@@ -186,9 +186,10 @@ def test_shim_missing_error_says_how_to_build() -> None:
     assert "jvm-shim/build.sh" in str(err)
 
 
-def test_shim_jar_is_inside_the_repository() -> None:
-    expected = Path(__file__).resolve().parents[2] / "jvm-shim/listener/target/dstream-shim.jar"
-    assert expected == SHIM_JAR
+def test_shim_jar_is_package_data() -> None:
+    import dstream
+
+    assert Path(dstream.__file__).parent / "jars" / "dstream-shim.jar" == SHIM_JAR
 
 
 def test_executor_pids_reads_command_lines(tmp_path: Path) -> None:
