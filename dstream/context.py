@@ -26,7 +26,7 @@ from dstream.functions import UserFunction, call_site, check_callable, check_pic
 from dstream.functions import positional_arity as _arity
 from dstream.listener import ListenerBus, StreamingListener, StreamingListenerStreamingStarted
 from dstream.scheduler.checkpointer import Checkpointer
-from dstream.scheduler.recovery import resume_time
+from dstream.scheduler.recovery import failed_before, resume_time
 from dstream.settings import StreamingSettings
 from dstream.storage.journal import CheckpointDirectoryError
 from dstream.streams.graph import DStreamGraph
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.scheduler.scheduler import JobScheduler
     from dstream.storage.journal import JournalRecord, MetadataJournal
+    from dstream.storage.ownership import Lease
     from dstream.streams.copartitioned import SectionMarks
 
 __all__ = ["StreamingContext"]
@@ -100,6 +101,8 @@ class StreamingContext:
         self._checkpointer: Checkpointer | None = None
         self._journal: MetadataJournal | None = None
         self._coordinator: BatchCoordinator | None = None
+        # This driver's lease on the checkpoint directory (see dstream.storage.ownership).
+        self._lease: Lease | None = None
         self._restored_from: JournalRecord | None = None
 
     def __reduce__(self) -> Any:
@@ -278,8 +281,9 @@ class StreamingContext:
         """Validate the program and start generating one batch per interval."""
         from dstream.scheduler.checkpointer import Checkpointer
         from dstream.scheduler.coordinator import BatchCoordinator
-        from dstream.scheduler.events import CheckpointWritten
+        from dstream.scheduler.events import CheckpointFailed, CheckpointWritten
         from dstream.scheduler.scheduler import JobScheduler
+        from dstream.storage.ownership import claim
 
         with self._state_lock:
             if self._state == "active":
@@ -307,8 +311,9 @@ class StreamingContext:
                 zero = first - self._batch_duration
             self._graph.start(zero)
             journal = self._open_journal() if self._checkpoint_dir is not None else None
+            self._lease = None if journal is None else claim(journal.fs, journal.directory)
             self._monitor = self._start_monitor()
-            self._coordinator = BatchCoordinator(self, journal, self._monitor)
+            self._coordinator = BatchCoordinator(self, journal, self._lease, self._monitor)
             scheduler = JobScheduler(
                 self._graph,
                 self._sc,
@@ -318,12 +323,16 @@ class StreamingContext:
                 on_error=self._report_error,
                 group_prefix=self._job_group_prefix,
                 hooks=self._coordinator,
+                failed_before=failed_before(self._restored_from),
+                lease=self._lease,
             )
             if any(s._is_state for s in self._graph.streams):
                 self._checkpointer = Checkpointer(
                     self._sc,
                     self._job_group_prefix,
-                    lambda stream, time: scheduler.post(CheckpointWritten(stream, time)),
+                    lambda stream, time, s: scheduler.post(CheckpointWritten(stream, time, s)),
+                    lambda stream, time, e, n: scheduler.post(CheckpointFailed(stream, time, e, n)),
+                    retries=self._settings.checkpoint_retries,
                 )
                 self._checkpointer.start()
             self._bus.start()

@@ -27,6 +27,7 @@ from dstream.time import Time
 
 __all__ = [
     "BatchInfo",
+    "CheckpointInfo",
     "JavaMap",
     "OutputOperationInfo",
     "StreamInputInfo",
@@ -84,6 +85,7 @@ class OutputOperationInfo:
     start_ms: int | None = None
     end_ms: int | None = None
     failure: str | None = None
+    attempts: int = 0  # runs of the output so far (more than 1: it failed and was retried)
 
     @property
     def duration_ms(self) -> int | None:
@@ -155,6 +157,9 @@ class BatchInfo:
     input_records: dict[int, int] = field(default_factory=dict)
     output_operations: tuple[OutputOperationInfo, ...] = ()
     input_metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Intervals that were due and not generated yet when this one was submitted: the engine
+    # generates at most settings.max_backlog intervals ahead of the ones completed.
+    backlog: int = 0
 
     @property
     def num_records(self) -> int:
@@ -215,6 +220,22 @@ class BatchInfo:
 
     def outputOperationInfos(self) -> JavaMap:
         return JavaMap((op.index, op) for op in self.output_operations)
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """One state checkpoint, written or failed: the state stream (``label``, and the name
+    given with ``setName``), the interval whose state it holds, how long the write took, how
+    many attempts were made, and for a failure its error and how many of the stream's
+    checkpoints in a row have failed (the engine halts at ``max_checkpoint_failures``)."""
+
+    label: str
+    name: str | None
+    batch_time: Time
+    seconds: float | None = None
+    attempts: int = 1
+    error: str | None = None
+    consecutive_failures: int = 0
 
 
 @dataclass(frozen=True)
@@ -290,6 +311,13 @@ class StreamingListener:
 
     def onOutputOperationCompleted(self, outputOperationCompleted: Any) -> None:
         """One output operation's job of a batch finished."""
+
+    # dstream's own (PySpark's listener has no such callbacks)
+    def onCheckpointCompleted(self, checkpoint: CheckpointInfo) -> None:
+        """A state stream's checkpoint was written (and recorded in the metadata journal)."""
+
+    def onCheckpointFailed(self, checkpoint: CheckpointInfo) -> None:
+        """Every attempt to write a state stream's checkpoint failed."""
 
 
 class ListenerBus:

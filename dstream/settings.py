@@ -1,13 +1,32 @@
 """One typed settings object, with units in the names. Environment variables are read only at
-the command-line edge (apps/), never here."""
+the command-line edge (apps/), never here.
+
+Every field is checked when the object is built, and durations are taken as users write them
+(seconds as a number, ``"30s"``, ``"500ms"``, a ``timedelta`` or a :class:`Duration`), so a
+wrong value fails at construction with the field's name instead of breaking every interval.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import pickle
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
-from dstream.time import Duration
+from dstream.time import Duration, to_duration
 
 __all__ = ["AvoidancePolicy", "StreamingSettings"]
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+def _int(owner: str, name: str, value: object, low: int, example: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner} {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{owner} {name} {value} must be at least {low}, e.g. {example}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -30,34 +49,60 @@ class AvoidancePolicy:
     slowdown: float = 2.0
 
     def __post_init__(self) -> None:
+        owner = "AvoidancePolicy"
+        _int(owner, "window", self.window, 1, "5")
+        _int(owner, "strikes", self.strikes, 1, "3")
+        _set(self, "cooldown", to_duration(self.cooldown, f"{owner} cooldown"))
         if not 1 <= self.strikes <= self.window:
             raise ValueError(
                 f"AvoidancePolicy strikes {self.strikes} must be between 1 and window "
                 f"{self.window} (strikes of the last `window` intervals)"
             )
-        if not self.slowdown > 1:
+        if not isinstance(self.slowdown, int | float) or not self.slowdown > 1:
             raise ValueError(
-                f"AvoidancePolicy slowdown {self.slowdown} must be > 1 (times the median task)"
+                f"AvoidancePolicy slowdown {self.slowdown!r} must be a number > 1 (times the "
+                "median task)"
             )
-        if not 0 < self.max_fraction < 1:
+        if not isinstance(self.max_fraction, int | float) or not 0 < self.max_fraction < 1:
             raise ValueError(
-                f"AvoidancePolicy max_fraction {self.max_fraction} must be in (0, 1), "
+                f"AvoidancePolicy max_fraction {self.max_fraction!r} must be in (0, 1), "
                 "e.g. 1/3: at most a third of the executors avoided at once"
             )
 
 
+FailedIntervalPolicy = Literal["continue", "halt"]
+_ZERO_ALLOWED = frozenset({"output_retry_backoff"})
+
+
 @dataclass(frozen=True)
 class StreamingSettings:
+    """How the engine runs a program. Durations: seconds, ``"30s"``, ``timedelta`` or
+    ``Duration``; each field is checked here.
+
+    ``on_failed_interval`` decides what follows an interval whose output still failed after
+    ``output_retries`` retries: ``"continue"`` (pyspark.streaming's behaviour: later
+    intervals run, ``awaitTermination`` raises the error) or ``"halt"`` (Structured
+    Streaming's: stop generating intervals; a restarted driver runs the failed interval again
+    before going on). Either way the interval is recorded as failed in the metadata journal,
+    never as completed.
+    """
+
     # How many intervals may have jobs running at once (timestep pipelining). 1 runs the
     # intervals strictly one after the other, as pyspark.streaming does by default.
     pipelining_depth: int = 1
     # A file source considers files modified within this long before the current batch
     # (rounded up to whole batches), so a file that lands late is still picked up once.
     file_remember: Duration = field(default_factory=lambda: Duration(60_000))
+    # Files older than this when they appear are skipped (logged, counted in the listener's
+    # input info); files between file_remember and this age are taken by the next interval.
+    # None: no limit. Structured Streaming's maxFileAge default is 7 days.
+    max_file_age: Duration | None = field(default_factory=lambda: Duration(7 * 86_400_000))
     # How long stop(stopGraceFully=True) waits for pending intervals before giving up.
     graceful_stop_timeout: Duration = field(default_factory=lambda: Duration(60_000))
     # A socket receiver that loses its connection retries after this delay.
     receiver_restart_delay: Duration = field(default_factory=lambda: Duration(2_000))
+    # Lines a socket receiver holds before it stops reading (TCP then slows the sender).
+    receiver_max_buffered: int = 100_000
     # Forget remembered RDDs older than this however long windows or remember() want them
     # (the paper's "maximum history"); must exceed every state's checkpoint interval.
     max_history: Duration | None = None
@@ -66,10 +111,65 @@ class StreamingSettings:
     # a removed executor held is recomputed. Speculative copies (dstream.sparkconf.SPECULATION)
     # handle one-off stragglers either way.
     executor_avoidance: AvoidancePolicy | None = None
+    # An output job that fails is run again this many times, after output_retry_backoff,
+    # doubled each time, before its interval counts as failed (outputs are idempotent per
+    # interval: saveAsTextFiles and save() never commit an interval twice).
+    output_retries: int = 2
+    output_retry_backoff: Duration = field(default_factory=lambda: Duration(1_000))
+    on_failed_interval: FailedIntervalPolicy = "continue"
+    # A state checkpoint that fails is tried again this many times; after
+    # max_checkpoint_failures checkpoints in a row failed, the engine halts (lineage would
+    # otherwise grow without bound).
+    checkpoint_retries: int = 2
+    max_checkpoint_failures: int = 3
+    # At most this many intervals generated and not completed; later ones are generated as
+    # earlier ones complete (after an outage, missed intervals are caught up that way).
+    max_backlog: int = 10
 
     def __post_init__(self) -> None:
-        if not isinstance(self.pipelining_depth, int) or self.pipelining_depth < 1:
+        owner = "StreamingSettings"
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("Duration", "Duration | None"):
+                if value is None and "None" in str(f.type):
+                    continue
+                zero_ok = f.name in _ZERO_ALLOWED
+                _set(self, f.name, to_duration(value, f"{owner} {f.name}", allow_zero=zero_ok))
+        _int(owner, "pipelining_depth", self.pipelining_depth, 1, "1 (one interval at a time)")
+        _int(owner, "receiver_max_buffered", self.receiver_max_buffered, 1, "100000")
+        _int(owner, "output_retries", self.output_retries, 0, "2 (0: no retry)")
+        _int(owner, "checkpoint_retries", self.checkpoint_retries, 0, "2 (0: no retry)")
+        _int(owner, "max_checkpoint_failures", self.max_checkpoint_failures, 1, "3")
+        _int(owner, "max_backlog", self.max_backlog, 1, "10")
+        if self.on_failed_interval not in ("continue", "halt"):
             raise ValueError(
-                f"pipelining_depth {self.pipelining_depth!r} must be an int >= 1 "
-                "(1 = one interval at a time)"
+                f"{owner} on_failed_interval {self.on_failed_interval!r} must be 'continue' "
+                "(later intervals run, as pyspark.streaming) or 'halt' (stop; a restarted "
+                "driver runs the failed interval again)"
             )
+        if self.executor_avoidance is not None and not isinstance(
+            self.executor_avoidance, AvoidancePolicy
+        ):
+            raise TypeError(
+                f"{owner} executor_avoidance must be an AvoidancePolicy or None, got "
+                f"{self.executor_avoidance!r}"
+            )
+
+    def to_bytes(self) -> bytes:
+        """For the metadata journal: the fields by name (a later version restores what it
+        knows and defaults the rest)."""
+        return pickle.dumps({f.name: getattr(self, f.name) for f in fields(self)}, protocol=5)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> StreamingSettings:
+        saved = pickle.loads(data)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in saved.items() if k in known})
+
+    def differences(self, other: StreamingSettings) -> dict[str, tuple[Any, Any]]:
+        """``{field: (self's value, other's value)}`` where the two differ."""
+        return {
+            f.name: (getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        }

@@ -346,16 +346,22 @@ _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|sec|s|min|m|h)\s*$")
 def to_duration(value: object, what: str = "duration", *, allow_zero: bool = False) -> Duration:
     """Convert a user's duration to :class:`Duration`.
 
-    Accepts a :class:`Duration`, seconds as ``int``/``float`` (PySpark's convention) or a
-    string with a unit: ``"500ms"``, ``"2s"``, ``"1.5s"``, ``"1min"``, ``"1h"``. ``what`` names
-    the argument in error messages.
+    Accepts a :class:`Duration`, a ``timedelta``, seconds as ``int``/``float`` (PySpark's
+    convention) or a string with a unit: ``"500ms"``, ``"2s"``, ``"1.5s"``, ``"1min"``,
+    ``"1h"``. ``what`` names the argument in error messages.
     """
     if isinstance(value, Duration):
         result = value
+        if result.ms < 0:
+            raise ValueError(f"{what} {value} is negative; give a positive duration")
+    elif isinstance(value, timedelta):
+        result = Duration(_whole_ms(value, what))
+        if result.ms < 0:
+            raise ValueError(f"{what} {value!r} is negative; give a positive duration")
     elif isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
         raise TypeError(
             f"{what} must be seconds (int or float), a string such as '500ms' or '2s', "
-            f"or a dstream.Duration; got {type(value).__name__} {value!r}"
+            f"a timedelta or a dstream.Duration; got {type(value).__name__} {value!r}"
         )
     else:
         if isinstance(value, str):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.state import StateOps
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["OutputOps"]
+__all__ = ["OutputInterval", "OutputOps"]
 
 
 class OutputOps(StateOps[T]):
@@ -73,28 +74,46 @@ class OutputOps(StateOps[T]):
         if suffix is not None and not isinstance(suffix, str):
             raise TypeError(f"saveAsTextFiles() suffix must be a string or None, got {suffix!r}")
 
+        ssc = self._ssc
+
         def save(time: Time, rdd: RDD[Any]) -> None:
             path = interval_path(prefix, suffix, time.ms)
             fs = filesystem_for(path, rdd.context)
-            commit_interval(fs, path, time.ms, rdd.saveAsTextFile)
+            lease = ssc._lease
+            commit_interval(
+                fs, path, time.ms, rdd.saveAsTextFile, 0 if lease is None else lease.epoch
+            )
 
         _output(self, save, name="saveAsTextFiles")
 
-    def save(self, sink: Callable[[Time, RDD[Any]], None], name: str | None = None) -> None:
+    def save(self, sink: Callable[..., None], name: str | None = None) -> None:
         """Write every interval to an external system, exactly once.
 
-        ``sink(time, rdd)`` writes one interval and must make that write atomic and keyed by
-        ``time`` (one transaction, or an upsert keyed by the interval): then an interval is
-        written exactly once. The engine keeps a commit log of the intervals whose sink call
-        returned (under the checkpoint directory, ``outputs/<name>/``) and never calls the
-        sink again for them — not after a driver restart, a recomputation or a retry.
-        ``name`` (default ``save-<n>``, n = the output's rank) names the log.
+        ``sink(time, rdd)`` or ``sink(time, rdd, interval)`` writes one interval. The engine
+        keeps a commit log of the intervals whose sink call returned (under the checkpoint
+        directory, ``outputs/<name>/``) and does not call the sink again for them — not after
+        a driver restart, a recomputation or a retry. What it cannot rule out is a crash (or a
+        driver that was paused and is then fenced off) between the sink's write and the
+        commit record: the same interval is then written again. So the sink must be
+        **atomic and idempotent per interval**: one transaction, or an upsert keyed by
+        ``interval.key``, or a write that checks ``interval.key`` first. ``interval``
+        (:class:`dstream.api.outputs.OutputInterval`) carries the interval's time, the
+        output's name, that stable key and the driver's epoch (higher for a driver that took
+        over; a sink that records it can refuse writes from an older one). ``name`` (default
+        ``save-<n>``, n = the output's rank) names the log and the key.
         """
         uf = self._user("save", sink, "sink", driver=True)
         if name is not None and (not isinstance(name, str) or not name or "/" in name):
             raise ValueError(f"save() name {name!r} must be a non-empty string without '/'")
+        arity = positional_arity(uf.fn)
+        if arity not in (None, 2, 3):
+            raise TypeError(
+                f"save() takes sink(time, rdd) or sink(time, rdd, interval); the function at "
+                f"{uf.site} takes {arity} arguments"
+            )
         fn = uf.fn
         ssc = self._ssc
+        slide = self._slide_duration
         logs: dict[str, CommitLog] = {}
 
         def commit_log(label: str) -> CommitLog:
@@ -112,14 +131,34 @@ class OutputOps(StateOps[T]):
             log = commit_log(label)
             if log.is_committed(time.ms):
                 return
-            fn(time, rdd)
+            if arity == 2:
+                fn(time, rdd)
+            else:
+                lease = ssc._lease
+                epoch = 0 if lease is None else lease.epoch
+                fn(time, rdd, OutputInterval(time, label, f"{label}/{time.ms}", epoch))
             log.commit(time.ms)
-            # Intervals this far back are complete and never redone after a restart.
-            horizon = time.ms - 100 * ssc._batch_duration.ms
-            if (time.ms // ssc._batch_duration.ms) % 100 == 0:
-                log.prune(horizon)
+            # Every 100 commits, forget those more than 100 slides back: complete, and never
+            # redone after a restart (which redoes only the intervals after the journal's).
+            if log.commits_since_prune >= _PRUNE_EVERY:
+                log.prune(time.ms - _PRUNE_EVERY * slide.ms)
 
         _output(self, write_once, name="save", user_functions=(uf,))
+
+
+@dataclass(frozen=True)
+class OutputInterval:
+    """Which interval a ``save`` sink is writing: ``time``, the output's ``name``, ``key``
+    (``"<name>/<time ms>"``, stable across retries and restarts: the idempotency key) and the
+    writing driver's ``epoch`` on the checkpoint directory (0 without one)."""
+
+    time: Time
+    name: str
+    key: str
+    epoch: int
+
+
+_PRUNE_EVERY = 100
 
 
 def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> Any:

@@ -5,6 +5,12 @@ checkpointer's thread runs the write job in its own Spark job group, then tells 
 (which starts rebuilding from it) and the context (which records it in the metadata journal
 before older checkpoints may be deleted). A stream whose previous checkpoint is still being
 written skips this one rather than queueing behind itself.
+
+A write that fails is tried again (``checkpoint_retries`` times); a checkpoint that still
+failed is reported (the listener's ``onCheckpointFailed``), and after
+``max_checkpoint_failures`` of a stream's checkpoints in a row failed the engine halts: its
+lineage would otherwise grow without bound. The checkpointer only reports; the scheduler's
+loop decides, from the events the callbacks post.
 """
 
 from __future__ import annotations
@@ -32,11 +38,15 @@ class Checkpointer:
         self,
         sc: SparkContext,
         group_prefix: str,
-        on_written: Callable[[StateStream, Time], None],
+        on_written: Callable[[StateStream, Time, float], None],
+        on_failed: Callable[[StateStream, Time, BaseException, int], None],
+        retries: int = 0,
     ) -> None:
         self._sc = sc
         self._group_prefix = group_prefix
         self._on_written = on_written
+        self._on_failed = on_failed
+        self._retries = retries
         self._queue: queue.Queue[tuple[StateStream, Time, RDD[Any]] | None] = queue.Queue()
         self._in_flight: set[int] = set()
         self._lock = threading.Condition()
@@ -88,20 +98,39 @@ class Checkpointer:
             try:
                 self._current_group = f"{self._group_prefix}-checkpoint-{stream._id}-{time.ms}"
                 self._sc.setJobGroup(
-                    self._current_group, f"dstream checkpoint of {stream._label} at {time.ms} ms"
+                    self._current_group, f"dstream checkpoint of {stream._label} at {time}"
                 )
-                stream._checkpoint_now(time, rdd)
-                self.completed.append((stream._id, time, _time.perf_counter() - began))
-                self._on_written(stream, time)
-            except Exception:
-                if self._stopping:
-                    log.info("checkpoint of %s at %s cancelled by stop()", stream, time)
-                else:
-                    log.exception(
-                        "checkpoint of %s at %s failed; the previous one stays", stream, time
-                    )
+                attempts = self._write(stream, time, rdd)
+                if attempts is not None:
+                    seconds = _time.perf_counter() - began
+                    self.completed.append((stream._id, time, seconds))
+                    self._on_written(stream, time, seconds)
             finally:
                 self._current_group = None
                 with self._lock:
                     self._in_flight.discard(stream._id)
                     self._lock.notify_all()
+
+    def _write(self, stream: StateStream, time: Time, rdd: RDD[Any]) -> int | None:
+        """Write, retrying; the number of attempts it took, or None if it failed (reported)."""
+        for attempt in range(1, self._retries + 2):
+            try:
+                stream._checkpoint_now(time, rdd)
+                return attempt
+            except Exception as exc:
+                if self._stopping:
+                    log.info("checkpoint of %s at %s cancelled by stop()", stream._label, time)
+                    return None
+                if attempt <= self._retries:
+                    log.warning(
+                        "checkpoint of %s at %s failed (attempt %d of %d), retrying: %s",
+                        stream._label,
+                        time,
+                        attempt,
+                        self._retries + 1,
+                        exc,
+                    )
+                    continue
+                log.error("checkpoint of %s at %s failed: %s", stream._label, time, exc)
+                self._on_failed(stream, time, exc, attempt)
+        return None

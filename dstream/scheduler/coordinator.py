@@ -25,11 +25,39 @@ from dstream.streams.state_base import StateStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
+
     from dstream.context import StreamingContext
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.storage.journal import MetadataJournal
+    from dstream.storage.ownership import Lease
 
-__all__ = ["BatchCoordinator", "Progress"]
+__all__ = ["BatchCoordinator", "Progress", "saved_spark_conf"]
+
+# Settings of one driver process that a recreated SparkContext must not take over (as
+# Spark's own streaming Checkpoint leaves them out).
+_DRIVER_ONLY = frozenset(
+    {
+        "spark.app.id",
+        "spark.app.startTime",
+        "spark.app.submitTime",
+        "spark.driver.host",
+        "spark.driver.port",
+        "spark.driver.bindAddress",
+        "spark.ui.port",
+        "spark.blockManager.port",
+        "spark.executor.id",
+        "spark.repl.class.uri",
+        "spark.repl.class.outputDir",
+    }
+)
+
+
+def saved_spark_conf(sc: SparkContext) -> tuple[tuple[str, str], ...]:
+    """The SparkContext's settings a restarted driver recreates its SparkContext with."""
+    pairs = sc.getConf().getAll()
+    return tuple(sorted((k, v) for k, v in pairs if k not in _DRIVER_ONLY))
+
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +65,13 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Progress:
     """Where the scheduler is: the last interval generated, the interval up to which every
-    interval is complete, and the intervals generated but not complete."""
+    interval is done, the intervals generated but not complete, and the intervals whose
+    output failed after its retries (done, never completed)."""
 
     generated: Time | None
     completed: Time | None
     pending: tuple[Time, ...]
+    failed: tuple[Time, ...] = ()
 
 
 class BatchCoordinator:
@@ -51,14 +81,18 @@ class BatchCoordinator:
         self,
         ssc: StreamingContext,
         journal: MetadataJournal | None,
+        lease: Lease | None,
         monitor: ExecutorMonitor | None,
     ) -> None:
         self._ssc = ssc
         self._graph = ssc._graph
         self._journal = journal
+        self._lease = lease
         self._monitor = monitor
         self._graph_bytes = b""
         self._names: dict[int, str] = {}
+        self._settings_bytes = ssc._settings.to_bytes()
+        self._spark_conf = saved_spark_conf(ssc.sparkContext)
         if journal is not None:
             graph = self._graph
             self._graph_bytes = dumps_graph(
@@ -97,6 +131,8 @@ class BatchCoordinator:
     def _write(self, progress: Progress) -> None:
         if self._journal is None:
             return
+        if self._lease is not None:
+            self._lease.check("writing a metadata record")
         graph, sc = self._graph, self._ssc.sparkContext
         states: dict[int, dict[str, Any]] = {}
         refs = {}
@@ -114,11 +150,15 @@ class BatchCoordinator:
                 generated_ms=None if progress.generated is None else progress.generated.ms,
                 completed_ms=None if progress.completed is None else progress.completed.ms,
                 pending_ms=tuple(t.ms for t in progress.pending),
+                failed_ms=tuple(t.ms for t in progress.failed),
                 graph=self._graph_bytes,
                 names=self._names,
                 streams=states,
                 spark_master=sc.master or "",
                 spark_app=sc.appName or "",
+                spark_conf=self._spark_conf,
+                settings=self._settings_bytes,
+                epoch=0 if self._lease is None else self._lease.epoch,
             )
         )
         self._recent_refs = [*self._recent_refs[-2:], refs]

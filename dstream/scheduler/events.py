@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from dstream.streams.state_base import StateStream
 
 __all__ = [
+    "CheckpointFailed",
     "CheckpointWritten",
     "GenerateJobs",
     "JobFinished",
@@ -41,7 +42,8 @@ class JobFinished:
     time: Time
     output_index: int
     at_ms: int
-    error: StreamingJobError | None
+    error: StreamingJobError | None  # the last attempt's failure, None if one succeeded
+    attempts: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,18 @@ class CheckpointWritten:
 
     stream: StateStream
     time: Time
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointFailed:
+    """Every attempt to write ``stream``'s state of ``time`` failed (posted from the
+    checkpointer's thread; the loop counts consecutive failures and reports them)."""
+
+    stream: StateStream
+    time: Time
+    error: BaseException
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,4 +72,6 @@ class Shutdown:
     """Leave the event loop (posted last by ``stop()``)."""
 
 
-SchedulerEvent = GenerateJobs | JobStarted | JobFinished | CheckpointWritten | Shutdown
+SchedulerEvent = (
+    GenerateJobs | JobStarted | JobFinished | CheckpointWritten | CheckpointFailed | Shutdown
+)

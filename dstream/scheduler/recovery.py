@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dstream.settings import StreamingSettings
 from dstream.storage.graph_pickle import loads_graph
 from dstream.storage.journal import JournalRecord, MetadataJournal
 from dstream.time import Duration, Time
@@ -22,10 +23,16 @@ if TYPE_CHECKING:
 
     from dstream.clock import Clock
     from dstream.context import StreamingContext
-    from dstream.settings import StreamingSettings
     from dstream.streams.base import DStreamCore
 
-__all__ = ["journal_names", "recover", "restore_into", "resume_time", "set_up"]
+__all__ = [
+    "failed_before",
+    "journal_names",
+    "recover",
+    "restore_into",
+    "resume_time",
+    "set_up",
+]
 
 log = logging.getLogger(__name__)
 
@@ -65,18 +72,32 @@ def recover(
     if latest is None:
         return set_up(setup, path)
     record = latest.record
+    saved = StreamingSettings.from_bytes(record.settings)
     if rebuild_graph:
         ssc = set_up(setup, path)
+        _log_overrides(saved, ssc._settings, "the program setupFunc defines now")
     else:
         if sc is None:
-            sc = SparkContext(
-                conf=SparkConf().setMaster(record.spark_master).setAppName(record.spark_app)
-            )
-        ssc = StreamingContext(sc, Duration(record.batch_ms), clock=clock, settings=settings)
+            sc = SparkContext(conf=SparkConf(loadDefaults=False).setAll(list(record.spark_conf)))
+        if settings is not None:
+            _log_overrides(saved, settings, "the settings given to getOrCreate")
+        ssc = StreamingContext(
+            sc, Duration(record.batch_ms), clock=clock, settings=settings or saved
+        )
         ssc._checkpoint_dir = path
     restore_into(ssc, record, rebuild_graph=rebuild_graph)
     ssc._journal = journal
     return ssc
+
+
+def _log_overrides(saved: StreamingSettings, now: StreamingSettings, whose: str) -> None:
+    diff = saved.differences(now)
+    if diff:
+        log.warning(
+            "resuming with %s instead of the saved settings: %s",
+            whose,
+            "; ".join(f"{k}: {a!r} then, {b!r} now" for k, (a, b) in sorted(diff.items())),
+        )
 
 
 def set_up(setup: Callable[[], StreamingContext], path: str | None) -> StreamingContext:
@@ -143,6 +164,20 @@ def restore_into(ssc: StreamingContext, record: JournalRecord, rebuild_graph: bo
         record.completed_ms,
         len(record.pending_ms),
     )
+
+
+def failed_before(record: JournalRecord | None) -> tuple[Time, ...]:
+    """The intervals a restored program's journal recorded as failed (kept on record, and
+    reported once at restart)."""
+    if record is None or not record.failed_ms:
+        return ()
+    log.warning(
+        "%d intervals failed before the restart and were not run again "
+        "(on_failed_interval='continue'): %s",
+        len(record.failed_ms),
+        ", ".join(str(Time(ms)) for ms in record.failed_ms[-10:]),
+    )
+    return tuple(Time(ms) for ms in record.failed_ms)
 
 
 def resume_time(record: JournalRecord) -> tuple[Time, Time]:

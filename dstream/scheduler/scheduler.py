@@ -2,9 +2,10 @@
 
 ::
 
-    timer thread ──GenerateJobs(t)──▶ ┌──────────────┐ ──submit──▶ job threads (≤ depth)
-    job threads ──JobStarted/Finished─▶│  event loop  │            each job in the Spark job
-    checkpointer ─CheckpointWritten───▶│              │            group of its interval
+    timer thread ──GenerateJobs(t)──▶ ┌──────────────┐ ──submit──▶ job threads (≤ depth,
+    job threads ──JobStarted/Finished─▶│  event loop  │            dstream.scheduler.jobs)
+    checkpointer ─CheckpointWritten───▶│              │
+                 ─CheckpointFailed────▶│              │
     stop()     ──Shutdown────────────▶ └──────────────┘
                                          │ listeners (own thread), errors, clear_metadata,
                                          │ the coordinator's hooks (metadata journal)
@@ -27,6 +28,17 @@ the stages the two jobs have in common, so t+1 waits for exactly those and no mo
     depth 1:  [t: compute+run ][t+1: compute+run ]
     depth 2:  [t: compute  ][run t]
                  [t+1: compute   ]…gate…[run t+1]
+
+Backlog: at most ``max_backlog`` intervals are generated and not complete; an interval that
+comes due beyond that waits (in order) and is generated as earlier ones complete — after an
+outage, missed intervals are caught up that way instead of all at once, so lineage and
+memory do not grow with the length of the outage. Each batch reports the backlog.
+
+A failed interval (its output still failed after the job runner's retries) is never counted
+as completed: with ``on_failed_interval="continue"`` later intervals run, the error is raised
+from ``awaitTermination`` and the interval is recorded as failed in the metadata journal; with
+``"halt"`` nothing after it is generated or completed, so the journal still has it pending
+and a restarted driver runs it again before going on.
 """
 
 from __future__ import annotations
@@ -38,13 +50,13 @@ import time as _time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dstream.errors import HaltedError
 from dstream.listener import (
     BatchInfo,
+    CheckpointInfo,
     ListenerBus,
     OutputOperationInfo,
     StreamingListenerBatchCompleted,
@@ -55,6 +67,7 @@ from dstream.listener import (
 )
 from dstream.scheduler.coordinator import Progress
 from dstream.scheduler.events import (
+    CheckpointFailed,
     CheckpointWritten,
     GenerateJobs,
     JobFinished,
@@ -62,7 +75,7 @@ from dstream.scheduler.events import (
     SchedulerEvent,
     Shutdown,
 )
-from dstream.scheduler.failures import describe_failure
+from dstream.scheduler.jobs import JobRunner
 from dstream.scheduler.timer import RecurringTimer
 from dstream.time import Time
 
@@ -73,6 +86,7 @@ if TYPE_CHECKING:
     from dstream.errors import StreamingJobError
     from dstream.scheduler.coordinator import BatchCoordinator
     from dstream.settings import StreamingSettings
+    from dstream.storage.ownership import Lease
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import Job
     from dstream.streams.state_base import StateStream
@@ -90,6 +104,7 @@ class _Batch:
     pending: int
     outputs: dict[int, OutputOperationInfo] = field(default_factory=dict)
     finished_at_ms: int | None = None  # every job done; completed once earlier batches are
+    failed: bool = False  # an output still failed after its retries
 
 
 @dataclass
@@ -112,6 +127,8 @@ class JobScheduler:
         on_error: Callable[[StreamingJobError], None],
         group_prefix: str,
         hooks: BatchCoordinator,
+        failed_before: tuple[Time, ...] = (),
+        lease: Lease | None = None,
     ) -> None:
         self._graph = graph
         self._sc = sc
@@ -125,23 +142,33 @@ class JobScheduler:
         self._timer = RecurringTimer(
             clock, graph.batch_duration, lambda t: self.post(GenerateJobs(t)), "dstream-timer"
         )
-        self._pool = ThreadPoolExecutor(settings.pipelining_depth, thread_name_prefix="dstream-job")
+        self._jobs = JobRunner(
+            sc,
+            clock,
+            depth=settings.pipelining_depth,
+            retries=settings.output_retries,
+            backoff=settings.output_retry_backoff,
+            group=self._group,
+            post=self.post,
+            fence=None if lease is None else lambda: lease.check("running an output job"),
+            on_fenced=lambda exc: self.halt("running an output job", exc),
+        )
         self._loop_thread: threading.Thread | None = None
         # State below is owned by the event loop; _done guards what waiters read.
         self._batches: dict[Time, _Batch] = {}
         self._done = threading.Condition()
         self._completed: deque[Time] = deque(maxlen=1000)
+        # Intervals due but not generated yet (the backlog bound), in order.
+        self._deferred: deque[Time] = deque()
+        # Intervals whose output failed after its retries (kept in the journal), newest last.
+        self._failed: deque[Time] = deque(failed_before, maxlen=1000)
         self._last_generated: Time | None = None
         # The latest batch whose completion hook (the metadata record) has run: waiters
         # see a batch as complete only from then on.
         self._settled: Time | None = None
         self._halted: HaltedError | None = None
-        # The ordering gate: jobs run (their side effects happen) in (time, output index)
-        # order, the order depth 1 runs them in. The latest job generated (event loop) and
-        # the latest that ran (guarded by _done; job threads wait on it).
-        self._last_job: tuple[Time, int] | None = None
-        self._ran: tuple[Time, int] | None = None
-        self._cancelled = False
+        # Consecutive failed checkpoints, per state stream id.
+        self._checkpoint_failures: dict[int, int] = {}
         # Set by stop() before the job pool shuts down; an interval the timer posted just
         # before the stop is then not generated (instead of failing to submit its jobs).
         self._stopping = False
@@ -165,14 +192,13 @@ class JobScheduler:
             self._wait_for_generated(self._settings.graceful_stop_timeout.total_seconds())
         else:
             with self._done:
-                running = [t for t in self._batches]
-                self._cancelled = True  # jobs waiting at a gate give up
-                self._done.notify_all()
+                running = list(self._batches)
+            self._jobs.cancel()  # jobs waiting at the gate or to retry give up
             for t in running:
                 self._sc.cancelJobGroup(self._group(t))
         with self._generating:
             self._stopping = True
-        self._pool.shutdown(wait=True, cancel_futures=not graceful)
+        self._jobs.shutdown(graceful)
         self.post(Shutdown())
         if self._loop_thread is not None:
             self._loop_thread.join()
@@ -211,12 +237,20 @@ class JobScheduler:
             return sorted(self._batches)
 
     def _progress(self) -> Progress:
-        return Progress(self.last_generated, self.completed_upto, tuple(self.pending()))
+        return Progress(
+            self.last_generated, self.completed_upto, tuple(self.pending()), tuple(self._failed)
+        )
 
     @property
     def completed_batches(self) -> list[Time]:
         with self._done:
             return list(self._completed)
+
+    @property
+    def failed_batches(self) -> list[Time]:
+        """Intervals whose output failed after its retries (the newest 1000)."""
+        with self._done:
+            return list(self._failed)
 
     def _wait_for_generated(self, timeout_s: float) -> None:
         # Everything the timer posted is in the queue before this marker-free check.
@@ -226,7 +260,7 @@ class JobScheduler:
                 if self._halted is not None:
                     return  # nothing more will be generated or completed normally
                 pending_events = not self._events.empty()
-                if not self._batches and not pending_events:
+                if not self._batches and not self._deferred and not pending_events:
                     return
                 remaining = deadline - _time.monotonic()
                 if remaining <= 0:
@@ -248,17 +282,19 @@ class JobScheduler:
                             self._generate(time)
                     case JobStarted(time, index, at_ms):
                         self._job_started(time, index, at_ms)
-                    case JobFinished(time, index, at_ms, error):
-                        self._job_finished(time, index, at_ms, error)
-                    case CheckpointWritten(stream, time):
-                        self._checkpoint_written(stream, time)
+                    case JobFinished(time, index, at_ms, error, attempts):
+                        self._job_finished(time, index, at_ms, error, attempts)
+                    case CheckpointWritten(stream, time, seconds):
+                        self._checkpoint_written(stream, time, seconds)
+                    case CheckpointFailed(stream, time, error, attempts):
+                        self._checkpoint_failed(stream, time, error, attempts)
                     case Shutdown():
                         return
             except Exception as exc:
                 self.halt(f"handling {event!r}", exc, getattr(event, "time", None))
 
     def halt(self, what: str, exc: BaseException, time: Time | None = None) -> None:
-        """The engine failed (not a job: a job's failure is that interval's error): stop
+        """The engine failed, or an interval failed under ``on_failed_interval="halt"``: stop
         generating intervals and raise the failure from awaitTermination. Any thread."""
         with self._done:
             if self._halted is not None:
@@ -278,7 +314,16 @@ class JobScheduler:
         log.error("%s", self._halted)
         self._on_error(self._halted)
 
-    def _checkpoint_written(self, stream: StateStream, time: Time) -> None:
+    @property
+    def halted(self) -> HaltedError | None:
+        return self._halted
+
+    # ---- state checkpoints --------------------------------------------------------------------
+    def _checkpoint_info(self, stream: StateStream, time: Time, **kw: Any) -> CheckpointInfo:
+        return CheckpointInfo(stream._label, stream._user_name, time, **kw)
+
+    def _checkpoint_written(self, stream: StateStream, time: Time, seconds: float) -> None:
+        self._checkpoint_failures.pop(stream._id, None)
         try:
             self._hooks.checkpoint_written(stream, time, self._progress())
         except Exception as exc:
@@ -287,14 +332,53 @@ class JobScheduler:
             self.halt(
                 f"writing the metadata record for the checkpoint of {stream._label}", exc, time
             )
+            return
+        info = self._checkpoint_info(stream, time, seconds=seconds)
+        self._bus.post("onCheckpointCompleted", info)
 
-    @property
-    def halted(self) -> HaltedError | None:
-        return self._halted
+    def _checkpoint_failed(
+        self, stream: StateStream, time: Time, error: BaseException, attempts: int
+    ) -> None:
+        n = self._checkpoint_failures.get(stream._id, 0) + 1
+        self._checkpoint_failures[stream._id] = n
+        info = self._checkpoint_info(
+            stream,
+            time,
+            attempts=attempts,
+            error=f"{type(error).__name__}: {error}",
+            consecutive_failures=n,
+        )
+        self._bus.post("onCheckpointFailed", info)
+        limit = self._settings.max_checkpoint_failures
+        if n >= limit:
+            self.halt(
+                f"checkpointing {stream._label} ({n} checkpoints in a row, the limit "
+                f"settings.max_checkpoint_failures={limit}; its lineage would grow without "
+                "bound)",
+                error,
+                time,
+            )
 
+    # ---- generating intervals -----------------------------------------------------------------
     def _generate(self, time: Time) -> None:
+        """Generate ``time`` now, or defer it behind the backlog bound (in order)."""
+        if self._deferred or len(self._batches) >= self._settings.max_backlog:
+            self._deferred.append(time)
+            return
         with self._generating:
             if not self._stopping:
+                self._generate_now(time)
+
+    def _generate_deferred(self) -> None:
+        while (
+            self._deferred
+            and self._halted is None
+            and len(self._batches) < self._settings.max_backlog
+        ):
+            time = self._deferred.popleft()
+            with self._generating:
+                if self._stopping:
+                    return
                 self._generate_now(time)
 
     def _generate_now(self, time: Time) -> None:
@@ -302,7 +386,12 @@ class JobScheduler:
         jobs = self._graph.generate_jobs(time)
         outputs = {j.output_index: OutputOperationInfo(time, j.output_index, j.label) for j in jobs}
         # As Spark's: the batch's output operations are listed from its submission on.
-        info = BatchInfo(time, self._clock.now().ms, output_operations=_in_order(outputs))
+        info = BatchInfo(
+            time,
+            self._clock.now().ms,
+            output_operations=_in_order(outputs),
+            backlog=len(self._deferred),
+        )
         batch = _Batch(time, jobs, info, pending=len(jobs), outputs=outputs)
         with self._done:
             self._batches[time] = batch
@@ -312,50 +401,12 @@ class JobScheduler:
         self._hooks.batch_generated(time, self._progress())
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
         for job in jobs:
-            previous, self._last_job = self._last_job, (time, job.output_index)
-            self._pool.submit(self._run_job, job, previous)
+            self._jobs.submit(job)
         self.stats.generate_s.append(_time.perf_counter() - began)
         if not jobs:
             self._complete_in_order()
 
-    def _run_job(self, job: Job, previous: tuple[Time, int] | None) -> None:
-        self.post(JobStarted(job.time, job.output_index, self._clock.now().ms))
-        error = None
-        self._sc.setJobGroup(
-            self._group(job.time),
-            f"dstream batch {job.time.ms} ms, output #{job.output_index}: {job.label}",
-            interruptOnCancel=True,
-        )
-        try:
-            if job.prepare is not None and not self._my_turn(previous):
-                # An earlier job still runs: compute ahead meanwhile. (When it is our turn
-                # already, running directly saves the extra job.)
-                job.prepare()
-            self._await_turn(previous)
-            job.run()
-        except BaseException as exc:
-            error = describe_failure(job.time, job.output_index, job.label, exc)
-        finally:
-            with self._done:
-                # Monotonic: jobs cancelled at the gate by stop() may finish in any order.
-                key = (job.time, job.output_index)
-                self._ran = key if self._ran is None else max(self._ran, key)
-                self._done.notify_all()
-        self.post(JobFinished(job.time, job.output_index, self._clock.now().ms, error))
-
-    def _my_turn(self, previous: tuple[Time, int] | None) -> bool:
-        with self._done:
-            ran = self._ran
-        return previous is None or (ran is not None and ran >= previous)
-
-    def _await_turn(self, previous: tuple[Time, int] | None) -> None:
-        """The ordering gate: return once the job before this one has run."""
-        with self._done:
-            while not self._my_turn(previous):
-                if self._cancelled:
-                    raise RuntimeError("the StreamingContext was stopped before this job ran")
-                self._done.wait()
-
+    # ---- jobs and batches -----------------------------------------------------------------
     def _job_started(self, time: Time, index: int, at_ms: int) -> None:
         batch = self._batches[time]
         op = replace(batch.outputs[index], start_ms=at_ms)
@@ -368,19 +419,28 @@ class JobScheduler:
         self._bus.post("onOutputOperationStarted", StreamingListenerOutputOperationStarted(op))
 
     def _job_finished(
-        self, time: Time, index: int, at_ms: int, error: StreamingJobError | None
+        self, time: Time, index: int, at_ms: int, error: StreamingJobError | None, attempts: int
     ) -> None:
         batch = self._batches[time]
         op = replace(
             batch.outputs[index],
             end_ms=at_ms,
             failure=None if error is None else str(error).splitlines()[0],
+            attempts=attempts,
         )
         batch.outputs[index] = op
         self._bus.post("onOutputOperationCompleted", StreamingListenerOutputOperationCompleted(op))
         if error is not None:
-            log.error("%s", error)
-            self._on_error(error)
+            batch.failed = True
+            if self._halted is not None:
+                pass  # fenced, or halted meanwhile: that error is the one reported
+            elif self._settings.on_failed_interval == "halt":
+                # The interval stays pending: the journal never records it as completed, and
+                # a restarted driver runs it again before going on.
+                self.halt(f"{op.label} at batch {time} (after {attempts} attempts)", error, time)
+            else:
+                log.error("%s", error)
+                self._on_error(error)
         batch.pending -= 1
         if batch.pending == 0:
             batch.finished_at_ms = at_ms
@@ -388,12 +448,14 @@ class JobScheduler:
 
     def _complete_in_order(self) -> None:
         """Complete finished batches, earliest first, stopping at one still running (with
-        pipelining a later interval's jobs may all be done before an earlier one's)."""
+        pipelining a later interval's jobs may all be done before an earlier one's). Under
+        ``on_failed_interval="halt"`` nothing completes once the engine halted."""
         for time in sorted(self._batches):
             batch = self._batches[time]
-            if batch.pending > 0:
+            if batch.pending > 0 or self._halted is not None:
                 return
             self._complete(batch, batch.finished_at_ms)
+        self._generate_deferred()
 
     def _complete(self, batch: _Batch, at_ms: int | None = None) -> None:
         began = _time.perf_counter()
@@ -416,6 +478,8 @@ class JobScheduler:
         with self._done:
             del self._batches[batch.time]
             self._completed.append(batch.time)
+            if batch.failed:
+                self._failed.append(batch.time)
         self._hooks.batch_completed(batch.time, self._progress())
         with self._done:
             self._settled = batch.time

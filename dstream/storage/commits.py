@@ -38,11 +38,14 @@ def _split(path: str) -> tuple[str, str]:
 
 
 def commit_interval(
-    fs: FileSystem, final_path: str, time_ms: int, write: Callable[[str], None]
+    fs: FileSystem, final_path: str, time_ms: int, write: Callable[[str], None], epoch: int = 0
 ) -> bool:
     """Write one interval's output exactly once. Returns False if it was already committed.
 
     ``write(tmp_path)`` must create ``tmp_path`` and fill it (e.g. ``rdd.saveAsTextFile``).
+    ``epoch`` is the writing driver's lease (:mod:`dstream.storage.ownership`): it goes into
+    the temporary directory's name, and only the leftovers of older epochs are cleared, so a
+    driver that was paused and resumes can never delete what a newer driver is writing.
     """
     parent, name = _split(final_path)
     if fs.exists(final_path):
@@ -54,10 +57,11 @@ def commit_interval(
             )
         return False
     fs.mkdirs(parent)
-    # Attempts that died before their commit leave a temporary directory: clear them.
+    # Attempts that died before their commit leave a temporary directory: clear those of
+    # this driver's epoch or older ones (a newer driver's is not ours to touch).
     stale = f".{name}.tmp-"
     for entry in fs.list_names(parent):
-        if entry.startswith(stale):
+        if entry.startswith(stale) and _epoch_of(entry[len(stale) :]) <= epoch:
             fs.delete(join(parent, entry))
     marker = json.dumps({"time_ms": time_ms, "path": final_path}).encode()
 
@@ -66,7 +70,13 @@ def commit_interval(
         fs.write_bytes(join(tmp, COMMIT_MARKER), marker)
 
     # False: another attempt committed this interval while we wrote; ours was a duplicate.
-    return publish(fs, final_path, fill)
+    return publish(fs, final_path, fill, tag=f"e{epoch}")
+
+
+def _epoch_of(rest: str) -> int:
+    """The epoch in a temporary's name (``e<epoch>-<uuid>``); 0 for an untagged one."""
+    tag, _, _ = rest.partition("-")
+    return int(tag[1:]) if tag.startswith("e") and tag[1:].isdigit() else 0
 
 
 class CommitLog:
@@ -77,6 +87,7 @@ class CommitLog:
     def __init__(self, fs: FileSystem | None, directory: str | None) -> None:
         self._fs, self._dir = fs, directory
         self._memory: set[int] = set()
+        self.commits_since_prune = 0
 
     def is_committed(self, time_ms: int) -> bool:
         if self._fs is None or self._dir is None:
@@ -86,13 +97,16 @@ class CommitLog:
     def commit(self, time_ms: int) -> None:
         if self._fs is None or self._dir is None:
             self._memory.add(time_ms)
+            self.commits_since_prune += 1
             return
         fs = self._fs
         fs.mkdirs(self._dir)
         publish(fs, join(self._dir, str(time_ms)), lambda tmp: fs.write_bytes(tmp, b""))
+        self.commits_since_prune += 1
 
     def prune(self, before_ms: int) -> None:
         """Forget intervals before ``before_ms`` (no restart will redo them)."""
+        self.commits_since_prune = 0
         if self._fs is None or self._dir is None:
             self._memory = {t for t in self._memory if t >= before_ms}
             return

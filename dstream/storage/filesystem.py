@@ -71,23 +71,25 @@ class Renamer(Protocol):
         ...
 
 
-def temporary_name(path: str) -> str:
-    """A hidden, unique name next to ``path`` for the content it is about to get."""
+def temporary_name(path: str, tag: str = "") -> str:
+    """A hidden, unique name next to ``path`` for the content it is about to get:
+    ``.<name>.tmp-[<tag>-]<uuid>``."""
     directory, _, name = path.rstrip("/").rpartition("/")
-    return f"{directory}/.{name}.tmp-{uuid.uuid4().hex}"
+    return f"{directory}/.{name}.tmp-{tag + '-' if tag else ''}{uuid.uuid4().hex}"
 
 
-def publish(fs: Renamer, path: str, write: Callable[[str], None]) -> bool:
+def publish(fs: Renamer, path: str, write: Callable[[str], None], tag: str = "") -> bool:
     """Make ``path`` appear whole or not at all: ``write(tmp)`` fills a hidden temporary name
     next to it (a file or a directory), which is then renamed into place without replacing.
 
     Returns False, leaving nothing behind, if ``path`` exists already or appears meanwhile
     (another attempt published it first; what dstream publishes is deterministic, so the
-    content is the same). Any other failure removes the temporary and raises.
+    content is the same). Any other failure removes the temporary and raises. ``tag``
+    goes into the temporary's name (output commits put the driver's epoch there).
     """
     if fs.exists(path):
         return False
-    tmp = temporary_name(path)
+    tmp = temporary_name(path, tag)
     try:
         write(tmp)
         fs.rename(tmp, path)

@@ -94,11 +94,14 @@ class JournalRecord:
     """What a restarted driver needs to carry on, as of one moment of the running program.
 
     ``generated_ms``/``completed_ms``: the last interval generated, and the interval up to
-    which every interval is complete; ``pending_ms`` were generated and not complete (they
-    are run again). ``graph`` is the pickled program (streams and user functions, written
-    once at start), ``names`` each stream's journal name (to rebind changed code),
-    ``streams`` what each stream must carry over (the files each interval read, a state's
-    last checkpoint), ``spark_master``/``spark_app`` recreate a SparkContext.
+    which every interval is done; ``pending_ms`` were generated and not complete (they are
+    run again); ``failed_ms`` are done but failed (their output still failed after its
+    retries): never counted as completed. ``graph`` is the pickled program (streams and user
+    functions, written once at start), ``names`` each stream's journal name (to rebind
+    changed code), ``streams`` what each stream must carry over (the files each interval
+    read, a state's last checkpoint). ``settings`` (a pickled StreamingSettings) and
+    ``spark_conf`` (the SparkContext's settings, driver-specific ones left out) come back
+    with the program; ``epoch`` is the writing driver's lease on the directory.
     """
 
     batch_ms: int
@@ -106,11 +109,15 @@ class JournalRecord:
     generated_ms: int | None
     completed_ms: int | None
     pending_ms: tuple[int, ...]
+    failed_ms: tuple[int, ...]
     graph: bytes
     names: dict[int, str]
     streams: dict[int, dict[str, Any]]
     spark_master: str
     spark_app: str
+    spark_conf: tuple[tuple[str, str], ...]
+    settings: bytes
+    epoch: int
 
     def to_payload(self) -> bytes:
         return pickle.dumps(asdict(self), protocol=5)
@@ -139,6 +146,10 @@ def _opt_int(v: object) -> bool:
     return v is None or (isinstance(v, int) and not isinstance(v, bool))
 
 
+def _str_pair(v: object) -> bool:
+    return isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, str) for x in v)
+
+
 def _int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -149,6 +160,16 @@ _CHECKS: dict[str, Any] = {
     "generated_ms": _opt_int,
     "completed_ms": _opt_int,
     "pending_ms": lambda v: isinstance(v, tuple) and all(_int(x) for x in v),
+    "failed_ms": lambda v: isinstance(v, tuple) and all(_int(x) for x in v),
+    "spark_conf": lambda v: (
+        isinstance(v, tuple)
+        and all(
+            isinstance(kv, tuple) and len(kv) == 2 and all(isinstance(x, str) for x in kv)
+            for kv in v
+        )
+    ),
+    "settings": lambda v: isinstance(v, bytes),
+    "epoch": lambda v: _int(v) and v >= 0,
     "graph": lambda v: isinstance(v, bytes),
     "names": lambda v: (
         isinstance(v, dict) and all(_int(k) and isinstance(n, str) for k, n in v.items())
@@ -169,6 +190,7 @@ class Record:
 
 class MetadataJournal:
     def __init__(self, fs: FileSystem, directory: str, keep: int = 3) -> None:
+        self.fs = fs
         self._fs = fs
         self.directory = directory.rstrip("/")
         self.meta = join(self.directory, "metadata")
