@@ -27,11 +27,15 @@ RECORD = JournalRecord(
     generated_ms=3000,
     completed_ms=2000,
     pending_ms=(3000,),
+    failed_ms=(1000,),
     graph=b"graph",
     names={0: "map#0"},
     streams={0: {"checkpoint_ms": None}},
     spark_master="local[2]",
     spark_app="app",
+    spark_conf=(("spark.master", "local[2]"),),
+    settings=b"settings",
+    epoch=3,
 )
 
 
@@ -139,6 +143,9 @@ def test_a_record_round_trips_with_its_types() -> None:
         ("pending_ms", [3000], r"field 'pending_ms' is \[3000\]"),
         ("names", {"0": "map#0"}, r"field 'names'"),
         ("graph", None, r"field 'graph' is None"),
+        ("failed_ms", (1.5,), r"field 'failed_ms'"),
+        ("spark_conf", (("a",),), r"field 'spark_conf'"),
+        ("epoch", -1, r"field 'epoch' is -1"),
     ],
 )
 def test_a_record_with_a_field_of_the_wrong_type_is_corrupt(
