@@ -30,7 +30,7 @@ from typing import Any
 
 from _cli import parser, spark
 
-from dstream import StreamingContext, StreamingListener
+from dstream import StreamingContext, StreamingJobError, StreamingListener
 
 
 def build(sc: Any, args: Any) -> StreamingContext:
@@ -97,7 +97,16 @@ def main(argv: list[str] | None = None) -> int:
         ),
         flush=True,
     )
-    stop.wait(args.seconds)
+    deadline = time.monotonic() + args.seconds
+    try:
+        # Wake up every second to notice SIGTERM; a failed interval or a halted engine (e.g.
+        # another driver took over the checkpoint directory) raises here.
+        while not stop.is_set() and time.monotonic() < deadline:
+            ssc.awaitTerminationOrTimeout(1)
+    except StreamingJobError as exc:
+        print(f"dstream-recoverable: {exc}", file=sys.stderr, flush=True)
+        ssc.stop(stopSparkContext=True, stopGraceFully=False)
+        return 1
     ssc.stop(stopSparkContext=True, stopGraceFully=True)
     return 0
 

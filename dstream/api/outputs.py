@@ -137,11 +137,9 @@ class OutputOps(StateOps[T]):
                 lease = ssc._lease
                 epoch = 0 if lease is None else lease.epoch
                 fn(time, rdd, OutputInterval(time, label, f"{label}/{time.ms}", epoch))
-            log.commit(time.ms)
-            # Every 100 commits, forget those more than 100 slides back: complete, and never
-            # redone after a restart (which redoes only the intervals after the journal's).
-            if log.commits_since_prune >= _PRUNE_EVERY:
-                log.prune(time.ms - _PRUNE_EVERY * slide.ms)
+            # Intervals 100 slides back are complete, and never redone after a restart (which
+            # redoes only the intervals after the journal's last completed one).
+            log.commit(time.ms, keep_after_ms=time.ms - 100 * slide.ms)
 
         _output(self, write_once, name="save", user_functions=(uf,))
 
@@ -156,9 +154,6 @@ class OutputInterval:
     name: str
     key: str
     epoch: int
-
-
-_PRUNE_EVERY = 100
 
 
 def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> Any:

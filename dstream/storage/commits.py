@@ -82,31 +82,38 @@ def _epoch_of(rest: str) -> int:
 class CommitLog:
     """Which intervals an output operation has committed: one empty file per interval under
     ``directory``, written (no-replace rename) after the sink returned. Without a directory
-    (no checkpoint directory: nothing survives the driver anyway) it is kept in memory."""
+    (no checkpoint directory: nothing survives the driver anyway) it is kept in memory.
 
-    def __init__(self, fs: FileSystem | None, directory: str | None) -> None:
+    Every ``prune_every`` commits, the entries before the ``keep_after_ms`` of the latest
+    commit are deleted: whatever the output's slide, the log stays bounded.
+    """
+
+    def __init__(self, fs: FileSystem | None, directory: str | None, prune_every: int = 100):
         self._fs, self._dir = fs, directory
         self._memory: set[int] = set()
-        self.commits_since_prune = 0
+        self._prune_every = prune_every
+        self._since_prune = 0
 
     def is_committed(self, time_ms: int) -> bool:
         if self._fs is None or self._dir is None:
             return time_ms in self._memory
         return self._fs.exists(join(self._dir, str(time_ms)))
 
-    def commit(self, time_ms: int) -> None:
+    def commit(self, time_ms: int, keep_after_ms: int) -> None:
+        """Record ``time_ms`` as committed; entries before ``keep_after_ms`` may be pruned
+        (no restart will redo those intervals)."""
         if self._fs is None or self._dir is None:
             self._memory.add(time_ms)
-            self.commits_since_prune += 1
-            return
-        fs = self._fs
-        fs.mkdirs(self._dir)
-        publish(fs, join(self._dir, str(time_ms)), lambda tmp: fs.write_bytes(tmp, b""))
-        self.commits_since_prune += 1
+        else:
+            fs = self._fs
+            fs.mkdirs(self._dir)
+            publish(fs, join(self._dir, str(time_ms)), lambda tmp: fs.write_bytes(tmp, b""))
+        self._since_prune += 1
+        if self._since_prune >= self._prune_every:
+            self._prune(keep_after_ms)
 
-    def prune(self, before_ms: int) -> None:
-        """Forget intervals before ``before_ms`` (no restart will redo them)."""
-        self.commits_since_prune = 0
+    def _prune(self, before_ms: int) -> None:
+        self._since_prune = 0
         if self._fs is None or self._dir is None:
             self._memory = {t for t in self._memory if t >= before_ms}
             return

@@ -110,16 +110,29 @@ def test_local_listing_skips_hidden_files_and_directories(tmp_path: Path) -> Non
     assert files[0].modified_ms == os.stat(tmp_path / "a.txt").st_mtime_ns // 1_000_000
 
 
-def test_commit_log_records_intervals_durably_and_prunes(tmp_path: Path) -> None:
+def test_commit_log_records_intervals_durably(tmp_path: Path) -> None:
     log = CommitLog(LocalFileSystem(), str(tmp_path / "log"))
     assert not log.is_committed(1000)
-    log.commit(1000)
-    log.commit(2000)
-    log.commit(2000)  # a second commit of the same interval is harmless
+    log.commit(1000, keep_after_ms=0)
+    log.commit(2000, keep_after_ms=0)
+    log.commit(2000, keep_after_ms=0)  # a second commit of the same interval is harmless
     reopened = CommitLog(LocalFileSystem(), str(tmp_path / "log"))
     assert reopened.is_committed(1000) and reopened.is_committed(2000)
-    reopened.prune(2000)
-    assert sorted(os.listdir(tmp_path / "log")) == ["2000"]
     memory = CommitLog(None, None)
-    memory.commit(5)
+    memory.commit(5, keep_after_ms=0)
     assert memory.is_committed(5) and not memory.is_committed(6)
+
+
+@pytest.mark.parametrize("slide_ms", [1000, 3000, 7000, 101_000])
+def test_the_commit_log_stays_bounded_whatever_the_slide(tmp_path: Path, slide_ms: int) -> None:
+    """Pruning follows the number of commits, not the interval's time: a slide that does not
+    divide 100 batches (the old rule pruned at times that were multiples of 100 batches) is
+    pruned as often as any other."""
+    for fs, directory in ((LocalFileSystem(), str(tmp_path / f"log-{slide_ms}")), (None, None)):
+        log = CommitLog(fs, directory, prune_every=10)
+        for i in range(1, 36):
+            t = i * slide_ms
+            log.commit(t, keep_after_ms=t - 10 * slide_ms)
+        kept = [t for t in range(slide_ms, 36 * slide_ms, slide_ms) if log.is_committed(t)]
+        # Pruned at the 30th commit: everything before commit 20 is gone, the rest is there.
+        assert kept == [i * slide_ms for i in range(20, 36)], (fs, kept)
