@@ -100,6 +100,8 @@ class App:
         self.proc: subprocess.Popen[str] | None = None
         self.started = threading.Event()
         self.restored: list[bool] = []
+        self._stderr: list[str] = []
+        self._stderr_done = threading.Event()
 
     def start(self) -> None:
         self.started.clear()
@@ -113,12 +115,14 @@ class App:
                 *self.extra_args,
             ],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its own process group: the JVM and workers die with it
             env={**os.environ, "PYSPARK_PYTHON": sys.executable},
         )
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        self._stderr, self._stderr_done = [], threading.Event()
+        threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
         assert self.started.wait(180), "the application did not start"
 
     def _read(self, proc: subprocess.Popen[str]) -> None:
@@ -129,6 +133,18 @@ class App:
                 if event.get("started"):
                     self.restored.append(event["restored"])
                     self.started.set()
+
+    def _read_stderr(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "dstream" in line:  # the driver's own lines, not the JVM's log
+                self._stderr.append(line)
+        self._stderr_done.set()
+
+    @property
+    def stderr_text(self) -> str | None:
+        """What the (exited) driver printed about itself on stderr."""
+        return "".join(self._stderr) if self._stderr_done.wait(30) else None
 
     def kill9(self) -> None:
         assert self.proc is not None
