@@ -6,6 +6,10 @@ Reads the new text files of a directory, and for every interval writes, exactly 
   interval's output, however often the driver died),
 * ``totals-<ms>``: the running count of every word since the start (updateStateByKey),
 * ``window-<ms>``: word counts over the last 10 s (reduceByKeyAndWindow with an inverse),
+* ``sessions-<ms>``: each word seen in the last 5 s and its count since its session began
+  (``track`` with a 5 s timeout),
+* ``sink/<ms>.txt``: the interval's word counts, through ``save(sink)``: the sink writes each
+  interval atomically under its key (and logs every call in ``sink/calls.log``),
 
 checkpointing its state asynchronously and writing its metadata journal under
 ``--checkpoint``. Run it again after a crash (even ``kill -9``) with the same arguments:
@@ -45,7 +49,31 @@ def build(sc: Any, args: Any) -> StreamingContext:
     window = words.reduceByKeyAndWindow(operator.add, operator.sub, 10)
     window.setName("window").checkpoint(args.checkpoint_every)
     window.saveAsTextFiles(f"{args.output}/window")
+    sessions = words.track(lambda w, n: n, lambda w, total, n: total + n, 5)
+    sessions.setName("sessions").checkpoint(args.checkpoint_every)
+    sessions.saveAsTextFiles(f"{args.output}/sessions")
+    words.reduceByKey(operator.add).save(keyed_file_sink(f"{args.output}/sink"), name="sink")
     return ssc
+
+
+def keyed_file_sink(directory: str) -> Any:
+    """A sink that is atomic and idempotent per interval (what save() asks of a sink): the
+    interval's records go to ``<ms>.txt`` through a temporary file and a rename, so writing an
+    interval again leaves the same file. Each call is also logged, to count repeats."""
+
+    def sink(time: Any, rdd: Any, interval: Any) -> None:
+        import os
+
+        os.makedirs(directory, exist_ok=True)
+        with open(f"{directory}/calls.log", "a") as log:
+            log.write(f"{interval.key} {interval.epoch}\n")
+        final = f"{directory}/{time.ms}.txt"
+        tmp = f"{final}.tmp-{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.writelines(f"{record!r}\n" for record in sorted(rdd.collect()))
+        os.replace(tmp, final)
+
+    return sink
 
 
 class Report(StreamingListener):
@@ -92,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             {
                 "started": True,
                 "restored": not created,
+                "app_id": sc.applicationId,
                 "startup_s": time.time() - started,
             }
         ),

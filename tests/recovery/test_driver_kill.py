@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.recovery.harness import LocalStorage, expected, run
+from testbed.drivers import LocalStorage
+from tests.recovery.harness import expected, run
 
 pytestmark = pytest.mark.slow
 

@@ -12,15 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.recovery.harness import (
-    App,
-    LocalStorage,
-    committed_lines,
-    expected,
-    input_lines,
-    wait_for,
-    write_inputs,
-)
+from testbed.drivers import App, LocalStorage, wait_for
+from tests.recovery.harness import committed_lines, expected, input_lines, write_inputs
 
 pytestmark = pytest.mark.slow
 

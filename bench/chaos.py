@@ -1,0 +1,21 @@
+"""The full chaos run (issue 14): apps/recoverable.py on local-cluster[3,1,768] under 20
+random driver kills (SIGKILL of the driver's process group) and 10 executor kills (SIGKILL of
+one executor JVM), with input files arriving throughout; then every interval of every output
+(lines, running totals, 10 s window with an inverse, track() sessions, save() sink) is
+checked against an oracle. Writes bench/results/chaos.json.
+
+    PYTHONPATH=. .venv/bin/python bench/chaos.py [--driver-kills 20 --executor-kills 10]
+
+tests/recovery/test_chaos.py runs a short version (3 driver kills, 2 executor kills) in CI.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from testbed.chaos import main
+
+if __name__ == "__main__":
+    out = Path(__file__).parent / "results" / "chaos.json"
+    sys.exit(main([*sys.argv[1:], "--out", str(out)]))

@@ -1,0 +1,225 @@
+"""A chaos run: one program under random driver kills (SIGKILL of its whole process group)
+and executor kills (SIGKILL of one executor JVM) while its input keeps arriving; then every
+interval's every output is checked against an oracle recomputed from the input.
+
+The program is ``apps/recoverable.py`` on ``local-cluster`` (separate executor JVMs): file
+input, ``updateStateByKey``, a 10 s window with an inverse, ``track`` with a 5 s timeout,
+``saveAsTextFiles`` for each, and ``save(sink)``. Which files fall into which interval depends
+on timing, so the oracle starts from what each interval read (``lines-<ms>``, itself checked:
+every input line in exactly one interval) and recomputes from it every other output of every
+interval: running totals, the window, the live sessions and the sink's per-interval counts.
+An interval whose outputs are missing, doubled or different is a failure.
+
+    python -m testbed.chaos --driver-kills 20 --executor-kills 10      # bench/ runs this
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed.drivers import App, LocalStorage, wait_for
+from testbed.processes import executor_pids
+
+WORDS = "to be or not that is the question whether tis nobler in the mind".split()
+BATCH_MS, WINDOW_MS, SESSION_MS = 1000, 10_000, 5000
+
+
+@dataclass
+class Plan:
+    driver_kills: int = 20
+    executor_kills: int = 10
+    executors: int = 3
+    file_every_s: float = 0.25
+    lines_per_file: int = 3
+    gap_s: tuple[float, float] = (3.0, 8.0)  # between two faults
+    seed: int = 2026
+
+
+@dataclass
+class Report:
+    plan: dict[str, Any]
+    driver_kills: int = 0
+    executor_kills: int = 0
+    restarts: int = 0
+    input_lines: int = 0
+    intervals: int = 0
+    repeated_sink_calls: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _lines(f: int, rng: random.Random, n: int) -> list[str]:
+    return [f"F{f:05d}-{i} " + " ".join(rng.choices(WORDS, k=4)) for i in range(n)]
+
+
+def _records(storage: LocalStorage, path: str) -> list[Any]:
+    out: list[Any] = []
+    for part in sorted(storage.names(path)):
+        if part.startswith("part-"):
+            text = storage.read_text(f"{path}/{part}")
+            out.extend(ast.literal_eval(line) for line in text.splitlines())
+    return out
+
+
+def _committed(storage: LocalStorage, prefix: str) -> dict[int, str]:
+    """``{batch ms: directory}`` of an output's committed intervals."""
+    found = {}
+    for d in storage.names("out"):
+        if d.startswith(f"{prefix}-") and d.rsplit("-", 1)[1].isdigit():
+            assert "_DSTREAM_COMMIT" in storage.names(f"out/{d}"), f"uncommitted {d}"
+            found[int(d.rsplit("-", 1)[1])] = f"out/{d}"
+    return found
+
+
+def check(storage: LocalStorage, sent: list[str], report: Report) -> None:
+    """Compare every committed interval of every output with the oracle."""
+    problems = report.problems
+    lines = {t: _records(storage, d) for t, d in sorted(_committed(storage, "lines").items())}
+    seen = Counter(line for ls in lines.values() for line in ls)
+    missing = set(sent) - set(seen)
+    doubled = [line for line, n in seen.items() if n > 1]
+    if missing:
+        problems.append(f"{len(missing)} input lines in no interval, e.g. {sorted(missing)[:3]}")
+    if doubled:
+        problems.append(f"{len(doubled)} input lines in two intervals, e.g. {doubled[:3]}")
+    times = sorted(lines)
+    if times != list(range(times[0], times[-1] + 1, BATCH_MS)):
+        problems.append("intervals missing from lines-*: not every batch time was committed")
+    report.intervals = len(times)
+    outputs = {p: _committed(storage, p) for p in ("totals", "window", "sessions")}
+    sink = {
+        int(n[:-4]): n for n in storage.names("out/sink") if n.endswith(".txt") and n[:-4].isdigit()
+    }
+    totals: Counter[str] = Counter()
+    per_interval: dict[int, Counter[str]] = {}
+    sessions: dict[str, int] = {}
+    last_seen: dict[str, int] = {}
+    for t in times:
+        words = Counter(w for line in lines[t] for w in line.split()[1:])
+        per_interval[t] = words
+        totals.update(words)
+        window: Counter[str] = Counter()
+        for u in range(t - WINDOW_MS + BATCH_MS, t + BATCH_MS, BATCH_MS):
+            window.update(per_interval.get(u, Counter()))
+        for w, n in words.items():
+            sessions[w] = sessions.get(w, 0) + n
+            last_seen[w] = t
+        for w in [w for w in sessions if last_seen[w] <= t - SESSION_MS]:
+            del sessions[w]
+        want = {"totals": dict(totals), "window": dict(+window), "sessions": dict(sessions)}
+        for name, expected in want.items():
+            if t not in outputs[name]:
+                problems.append(f"{name}-{t} was never committed")
+            elif dict(_records(storage, outputs[name][t])) != expected:
+                problems.append(f"{name}-{t} differs from the oracle")
+        if t not in sink:
+            problems.append(f"the sink never wrote interval {t}")
+        else:
+            text = storage.read_text(f"out/sink/{sink[t]}")
+            if dict(ast.literal_eval(r) for r in text.splitlines()) != dict(words):
+                problems.append(f"sink interval {t} differs from the oracle")
+    calls = Counter(
+        line.split()[0] for line in storage.read_text("out/sink/calls.log").splitlines()
+    )
+    report.repeated_sink_calls = sum(n - 1 for n in calls.values())
+
+
+def run(root: Path, plan: Plan, log: Any = None) -> Report:
+    """The chaos run in ``root``: faults as ``plan`` says, then :func:`check`."""
+    started = time.monotonic()
+    report = Report(plan=asdict(plan))
+    storage = LocalStorage(root)
+    storage.make_dirs()
+    master = f"local-cluster[{plan.executors},1,768]"
+    app = App(storage, ["--master", master, "--conf", "spark.default.parallelism=4"])
+    rng = random.Random(plan.seed)
+    sent: list[str] = []
+    stop_writing = threading.Event()
+
+    def write() -> None:
+        f = 0
+        while not stop_writing.wait(plan.file_every_s):
+            lines = _lines(f, rng_input, plan.lines_per_file)
+            storage.put_input(f"f{f:05d}.txt", "\n".join(lines) + "\n")
+            sent.extend(lines)
+            f += 1
+
+    rng_input = random.Random(plan.seed + 1)
+    faults = ["driver"] * plan.driver_kills + ["executor"] * plan.executor_kills
+    rng.shuffle(faults)
+    writer = threading.Thread(target=write, daemon=True)
+    try:
+        app.start()
+        writer.start()
+        for fault in faults:
+            threading.Event().wait(rng.uniform(*plan.gap_s))
+            if fault == "driver":
+                app.kill9()
+                report.driver_kills += 1
+                app.start()
+                report.restarts += 1
+            else:
+                pids = executor_pids(app.app_id or "")
+                if not pids:
+                    continue  # executors not (re)started yet: pick again at the next fault
+                victim = rng.choice(sorted(pids))
+                os.kill(pids[victim], signal.SIGKILL)
+                report.executor_kills += 1
+            if log is not None:
+                print(f"chaos: {fault} killed ({report.driver_kills} drivers, "
+                      f"{report.executor_kills} executors)", file=log, flush=True)  # fmt: skip
+        stop_writing.set()
+        writer.join()
+        report.input_lines = len(sent)
+        wait_for(
+            lambda: set(sent) <= {ln for d in _committed(storage, "lines").values()
+                                  for ln in _records(storage, d)},
+            600, "every input line committed", 0.5,
+        )  # fmt: skip
+        app.stop()
+    finally:
+        stop_writing.set()
+        app.kill9()
+    check(storage, sent, report)
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--driver-kills", type=int, default=20)
+    p.add_argument("--executor-kills", type=int, default=10)
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--root", help="working directory (default: a new temporary one)")
+    p.add_argument("--out", help="write the report here as JSON")
+    args = p.parse_args(argv)
+    import tempfile
+
+    root = Path(args.root or tempfile.mkdtemp(prefix="dstream-chaos-"))
+    plan = Plan(driver_kills=args.driver_kills, executor_kills=args.executor_kills, seed=args.seed)
+    report = run(root, plan, log=sys.stderr)
+    text = json.dumps({**asdict(report), "ok": report.ok}, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Real driver processes for fault tests and benchmarks: ``apps/recoverable.py`` run in a
+process group of its own (driver, its JVM, its Python workers, and under ``local-cluster``
+its executor JVMs), so that one ``kill -9`` takes all of it down as a crashed machine would,
+and where its input, output and checkpoints live (local disk, or HDFS in tests/hdfs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+APP = Path(__file__).resolve().parents[1] / "apps" / "recoverable.py"
+
+__all__ = ["APP", "App", "LocalStorage", "Storage", "wait_for"]
+
+
+class Storage(Protocol):
+    """Where the application's input, output and checkpoints live, seen from the test."""
+
+    poll_s: float  # how often a kill point is polled for
+
+    def uri(self, name: str) -> str: ...
+
+    def make_dirs(self) -> None: ...
+
+    def put_input(self, name: str, text: str) -> None:
+        """Write ``name`` into the input directory atomically (hidden name, then rename)."""
+        ...
+
+    def names(self, name: str) -> list[str]:
+        """Entries of a directory (empty if missing)."""
+        ...
+
+    def read_text(self, path: str) -> str: ...
+
+
+class LocalStorage:
+    poll_s = 0.002
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def uri(self, name: str) -> str:
+        return str(self.root / name)
+
+    def make_dirs(self) -> None:
+        for name in ("in", "out", "ckpt"):
+            (self.root / name).mkdir(parents=True)
+
+    def put_input(self, name: str, text: str) -> None:
+        hidden = self.root / "in" / f".{name}"
+        hidden.write_text(text)
+        hidden.rename(self.root / "in" / name)
+
+    def names(self, name: str) -> list[str]:
+        try:
+            return os.listdir(self.root / name)
+        except FileNotFoundError:
+            return []
+
+    def read_text(self, path: str) -> str:
+        return (self.root / path).read_text()
+
+
+class App:
+    def __init__(self, storage: Storage, extra_args: list[str]) -> None:
+        self.storage = storage
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen[str] | None = None
+        self.started = threading.Event()
+        self.restored: list[bool] = []
+        self.app_id: str | None = None  # Spark's application id of the running driver
+        self._stderr: list[str] = []
+        self._stderr_done = threading.Event()
+
+    def start(self) -> None:
+        self.started.clear()
+        s = self.storage
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(APP),
+                *("--input", s.uri("in"), "--output", s.uri("out"), "--checkpoint", s.uri("ckpt")),
+                *("--batch", "1s", "--checkpoint-every", "2s", "--quiet"),
+                *self.extra_args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group: the JVM and workers die with it
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        )
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        self._stderr, self._stderr_done = [], threading.Event()
+        threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
+        assert self.started.wait(180), "the application did not start"
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("{"):
+                event = json.loads(line)
+                if event.get("started"):
+                    self.restored.append(event["restored"])
+                    self.app_id = event.get("app_id")
+                    self.started.set()
+
+    def _read_stderr(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "dstream" in line:  # the driver's own lines, not the JVM's log
+                self._stderr.append(line)
+        self._stderr_done.set()
+
+    @property
+    def stderr_text(self) -> str | None:
+        """What the (exited) driver printed about itself on stderr."""
+        return "".join(self._stderr) if self._stderr_done.wait(30) else None
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        """A graceful stop: SIGTERM to the driver alone (its JVM must outlive it)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(120) == 0
+
+
+def wait_for(condition: Any, timeout_s: float, what: str, step_s: float = 0.002) -> None:
+    """Poll an external process's files until ``condition()`` (a kill point or completion)."""
+    deadline = threading.Event()
+    timer = threading.Timer(timeout_s, deadline.set)
+    timer.start()
+    try:
+        while not condition():
+            if deadline.wait(step_s):
+                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    finally:
+        timer.cancel()

@@ -1,0 +1,21 @@
+"""The chaos run, short (CI): driver and executor kills at random moments while input keeps
+arriving; every interval of every output equals the oracle. The full run (20 driver kills,
+10 executor kills) is bench/chaos.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed.chaos import Plan, run
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+
+
+def test_random_driver_and_executor_kills_lose_and_double_nothing(tmp_path: Path) -> None:
+    report = run(tmp_path, Plan(driver_kills=3, executor_kills=2, gap_s=(4.0, 7.0), seed=7))
+    assert report.problems == []
+    assert (report.driver_kills, report.restarts) == (3, 3)
+    assert report.executor_kills >= 1  # one may find the executors still starting up
+    assert report.input_lines > 0 and report.intervals > 10
