@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from dstream.api.queries import TempViews, ViewRefresher
 from dstream.clock import Clock, SystemClock
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import UserFunction, call_site, check_callable, check_picklable
@@ -104,6 +105,9 @@ class StreamingContext:
         # This driver's lease on the checkpoint directory (see dstream.storage.ownership).
         self._lease: Lease | None = None
         self._restored_from: JournalRecord | None = None
+        # SQL views of createOrReplaceTempView, re-pointed as intervals complete.
+        self._views = TempViews()
+        self._bus.add(ViewRefresher(self._views))
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -565,6 +569,10 @@ class StreamingContext:
                 if remaining is not None and remaining <= 0:
                     return False
                 self._state_lock.wait(remaining)
+
+    def _completed_time(self) -> Time | None:
+        """The newest batch whose every job, and metadata record, is complete."""
+        return None if self._scheduler is None else self._scheduler.settled
 
     # ---- for tests, benchmarks and the shell ---------------------------------------------------
     def wait_for_batch(self, time: Time | int, timeout_s: float | None = 60.0) -> bool:

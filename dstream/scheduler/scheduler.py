@@ -219,6 +219,13 @@ class JobScheduler:
             return True
 
     @property
+    def settled(self) -> Time | None:
+        """The newest batch that completed with its metadata record written (what waiters
+        and live queries see as complete)."""
+        with self._done:
+            return self._settled
+
+    @property
     def last_generated(self) -> Time | None:
         with self._done:
             return self._last_generated

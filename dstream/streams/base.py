@@ -18,6 +18,7 @@ shows the user's API only (:mod:`dstream.api`); the scheduler and storage call t
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -72,12 +73,14 @@ class DStreamCore(Generic[T]):
 
     # Fields that live only in one driver process: not saved with the graph for recovery,
     # rebuilt by _init_transient() (subclasses add theirs).
-    _transient: ClassVar[tuple[str, ...]] = ("_generated", "_lock")
+    _transient: ClassVar[tuple[str, ...]] = ("_generated", "_lock", "_pins")
 
     def _init_transient(self) -> None:
         # RDD of each interval this stream has produced and still remembers.
         self._generated: dict[Time, RDD[Any]] = {}
         self._lock = threading.RLock()
+        # Intervals a live query still reads (see dstream.api.queries): not forgotten.
+        self._pins: Counter[Time] = Counter()
 
     def __getstate__(self) -> dict[str, Any]:
         skip: set[str] = set()
@@ -197,11 +200,33 @@ class DStreamCore(Generic[T]):
             limit = self._ssc._settings.max_history
             if limit is not None and limit < keep:
                 keep = max(limit, self._slide_duration)
-            old = [t for t in self._generated if t <= time - keep]
+            old = [t for t in self._generated if t <= time - keep and not self._pins[t]]
             for t in old:
                 rdd = self._generated.pop(t)
                 if self._storage_level is not None:
                     rdd.unpersist(blocking=False)
+
+    # ---- pins: what a live query reads stays --------------------------------------------------
+    def _pin_lineage(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
+        """Pin the interval ``time`` of this stream and of every stream it is computed from;
+        returns the pins, for :meth:`_unpin`."""
+        pins: list[tuple[DStreamCore[Any], Time]] = []
+        todo = [(self, time)]
+        with self._lock:
+            while todo:
+                stream, t = todo.pop()
+                if (stream, t) in pins:
+                    continue
+                stream._pins[t] += 1
+                pins.append((stream, t))
+                todo.extend(stream._parent_times(t))
+        return pins
+
+    def _unpin(self, time: Time) -> None:
+        with self._lock:
+            self._pins[time] -= 1
+            if self._pins[time] <= 0:
+                del self._pins[time]
 
     # ---- hooks for stateful streams ---------------------------------------------------------
     # A state stream carries data from one interval to the next (windows with an inverse,

@@ -1,0 +1,280 @@
+"""Interactive queries on a running stream (the paper's Sec. 3.5): the RDDs a stream already
+keeps, read while the program runs.
+
+Every completed interval is a consistent cut (exactly-once semantics make it so), and an
+interval's RDD is immutable: a query reads the RDD of one completed interval and never needs
+a lock on running work. What it needs is a *pin*: while the RDD a query returned is alive,
+the engine neither forgets that interval (``_clear_metadata``) nor deletes the state
+checkpoint its lineage reads, so the query can run as long as it likes — even while the
+stream moves on and checkpoints — and always sees that one interval. The pin is released
+when the returned RDD is garbage-collected.
+
+The methods return ordinary PySpark RDDs and DataFrames::
+
+    sessions.latest().count()                       # the newest completed interval
+    counts.at("21:00:30").take(5)                   # a remembered past interval
+    totals.snapshot().filter(...).collect()         # a state stream's whole state
+    totals.lookup("spark")                          # one key, one partition read
+    sessions.createOrReplaceTempView("sessions")    # SQL on the newest completed interval
+    spark.sql("select cdn, count(*) from sessions group by cdn").show()
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dstream.api.common import CommonOps
+from dstream.errors import ContextStateError
+from dstream.listener import StreamingListener
+from dstream.time import Time
+from dstream.timetext import parse_when
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from dstream.streams.base import DStreamCore
+
+T = TypeVar("T")
+
+__all__ = ["QueryOps", "TempViews", "to_row"]
+
+
+class QueryOps(CommonOps[T]):
+    # ---- reading intervals ------------------------------------------------------------------
+    def latest(self) -> RDD[T]:
+        """The RDD of the newest completed interval of this stream."""
+        return self._pinned(self._latest_time())
+
+    def at(self, time: object) -> RDD[T]:
+        """The RDD of the interval ``time`` falls in: a :class:`Time`, a datetime, epoch
+        seconds, or what a person types (``"21:00:30"``, ``"-5m"``, see
+        :mod:`dstream.timetext`)."""
+        t = parse_when(time, self._ssc._clock.now(), "at() time")
+        assert self._zero_time is not None  # _latest_time checked that the stream started
+        latest = self._latest_time()
+        aligned = _ceil(t, self._slide_duration.ms, self._zero_time.ms)
+        if aligned > latest:
+            raise ValueError(
+                f"at({time!r}): interval {aligned} of {self._label} has not completed yet; the "
+                f"newest completed interval is {latest}"
+            )
+        return self._pinned(aligned)
+
+    # ---- state --------------------------------------------------------------------------------
+    def snapshot(self) -> RDD[T]:
+        """The whole state as of the newest completed interval: ``(key, state)`` for every key
+        of ``updateStateByKey``/``track``, or of a window kept with an inverse function."""
+        self._require_state("snapshot")
+        return self.latest()
+
+    def lookup(self, key: Any) -> list[Any]:
+        """The values of ``key`` in the state as of the newest completed interval (a list,
+        as ``RDD.lookup``). Only the key's partition is read."""
+        from pyspark.rdd import portable_hash
+
+        state = self._require_state("lookup")
+        rdd = self.snapshot()
+        try:
+            partition = portable_hash(key) % state._partitions  # type: ignore[attr-defined]
+        except TypeError as exc:
+            raise TypeError(
+                f"lookup({key!r}): the key cannot be hashed as Spark does: {exc}"
+            ) from None
+
+        def scan(records: Iterable[Any]) -> Iterable[Any]:
+            found, example = [], None
+            for k, v in records:
+                if k == key:
+                    found.append(v)
+                elif example is None:
+                    example = k
+            yield found, example
+
+        ((values, example),) = rdd.context.runJob(rdd, scan, [partition])
+        if not values and example is not None and type(example) is not type(key):
+            raise TypeError(
+                f"lookup({key!r}): the key is a {type(key).__name__}, but the keys of "
+                f"{self._label} are {type(example).__name__}s, e.g. {example!r}"
+            )
+        return values
+
+    # ---- SQL ----------------------------------------------------------------------------------
+    def toDF(self, schema: StructType | list[str] | None = None) -> DataFrame:
+        """The newest completed interval as a DataFrame. Records that are Rows, dicts or
+        named tuples are rows; a pair ``(key, value)`` is the row ``key`` + the value's fields
+        (or ``key, value`` for a plain value); anything else is ``value``."""
+        rdd = self.latest()
+        session = _session(rdd)
+        return _frame(session, rdd, schema, self._label)
+
+    def createOrReplaceTempView(self, name: str, schema: StructType | None = None) -> None:
+        """A SQL view named ``name`` that always reads the newest completed interval of this
+        stream (it is re-pointed as each interval completes), in the SparkSession of the
+        stream's SparkContext: ``spark.sql(f"select ... from {name}")``."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(
+                f"createOrReplaceTempView() name {name!r} must be an identifier, e.g. 'sessions'"
+            )
+        self._ssc._views.register(name, self, schema)
+
+    # ---- the engine side ----------------------------------------------------------------------
+    def _latest_time(self) -> Time:
+        if self._zero_time is None:
+            raise ContextStateError(
+                f"{self._label} has no interval yet: queries read completed intervals, so "
+                "call ssc.start() and wait for the first batch"
+            )
+        done = self._ssc._completed_time()
+        if done is None:
+            raise ContextStateError(
+                f"{self._label} has no completed interval yet; the first one ends at "
+                f"{self._zero_time + self._ssc._batch_duration}"
+            )
+        slide, zero = self._slide_duration.ms, self._zero_time.ms
+        return Time(zero + (done.ms - zero) // slide * slide)
+
+    def _pinned(self, time: Time) -> RDD[T]:
+        """The RDD of ``time``, in a new RDD object that pins the interval while it lives."""
+        from pyspark import RDD
+
+        with self._lock:
+            rdd = self._generated.get(time)
+            if rdd is None and self._can_compute(time):
+                rdd = self._get_or_compute(time)
+            if rdd is None:
+                raise ValueError(self._forgotten(time))
+            pins = self._pin_lineage(time)
+        view: RDD[T] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
+        view.partitioner = rdd.partitioner
+        weakref.finalize(view, _unpin, pins)
+        return view
+
+    def _forgotten(self, time: Time) -> str:
+        kept = sorted(self._generated)
+        if not kept:
+            remembered = "it remembers no interval"
+        else:
+            remembered = f"it remembers {kept[0]} to {kept[-1]} ({len(kept)} intervals)"
+        return (
+            f"{self._label} no longer has interval {time}: {remembered}. Keep more with "
+            "stream.remember('10m') (or ssc.remember) before ssc.start(), and "
+            "StreamingSettings.max_history if it is set"
+        )
+
+    def _require_state(self, what: str) -> DStreamCore[Any]:
+        state = self if self._is_state else self._checkpoint_target
+        if state is None:
+            raise TypeError(
+                f"{what}() reads the state of a state stream (updateStateByKey, track, or a "
+                f"window with an inverse function); {self._label} is not one: use latest()"
+            )
+        return state
+
+
+def _ceil(t: Time, slide_ms: int, zero_ms: int) -> Time:
+    """The end of the interval ``t`` falls in, on the grid ``zero + k * slide``."""
+    return Time(zero_ms + -(-(t.ms - zero_ms) // slide_ms) * slide_ms)
+
+
+def _unpin(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
+    for stream, time in pins:
+        stream._unpin(time)
+
+
+def _session(rdd: RDD[Any]) -> Any:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.config(conf=rdd.context.getConf()).getOrCreate()
+
+
+def to_row(record: Any) -> Any:
+    """One record as a Row (see :meth:`QueryOps.toDF`)."""
+    from pyspark.sql import Row
+
+    if isinstance(record, Row):
+        return record
+    if isinstance(record, dict):
+        return Row(**record)
+    if isinstance(record, tuple) and hasattr(record, "_asdict"):
+        return Row(**record._asdict())
+    if isinstance(record, tuple) and len(record) == 2:
+        key, value = record
+        if isinstance(value, Row):
+            return Row(key=key, **value.asDict())
+        if isinstance(value, dict):
+            return Row(key=key, **value)
+        if isinstance(value, tuple) and hasattr(value, "_asdict"):
+            return Row(key=key, **value._asdict())
+        return Row(key=key, value=value)
+    return Row(value=record)
+
+
+def _frame(session: Any, rdd: RDD[Any], schema: Any, label: str) -> DataFrame:
+    rows = rdd.map(to_row)
+    try:
+        if schema is None:
+            frame: DataFrame = session.createDataFrame(rows)
+        else:
+            frame = session.createDataFrame(rows, schema)
+        return frame
+    except (TypeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        example = rdd.take(1)
+        if not example:
+            raise ValueError(
+                f"toDF() of {label}: its newest interval is empty, so no schema can be "
+                "inferred; pass a schema (a StructType or a list of column names)"
+            ) from None
+        raise TypeError(
+            f"toDF() of {label}: its records do not make rows ({reason}); a record is "
+            f"{example[0]!r:.100}. Map them to Rows, dicts or (key, dict) pairs first, e.g. "
+            "stream.map(lambda r: Row(name=r[0], n=r[1])), or pass a schema"
+        ) from None
+
+
+class TempViews:
+    """The SQL views of ``createOrReplaceTempView``: each one re-pointed at its stream's
+    newest completed interval as intervals complete (on the listener thread, so a view never
+    delays the stream). The view holds the interval's pin until it moves on."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, tuple[QueryOps[Any], Any]] = {}
+        self._current: dict[str, Any] = {}  # name -> the pinned RDD the view reads
+        self._lock = threading.Lock()
+
+    def register(self, name: str, stream: QueryOps[Any], schema: Any) -> None:
+        with self._lock:
+            self._views[name] = (stream, schema)
+        if stream._zero_time is not None and stream._ssc._completed_time() is not None:
+            self.refresh(name)
+
+    def refresh_all(self) -> None:
+        for name in list(self._views):
+            self.refresh(name)
+
+    def refresh(self, name: str) -> None:
+        with self._lock:
+            stream, schema = self._views[name]
+        rdd = stream.latest()
+        if schema is None and rdd.isEmpty():
+            return  # no schema to give it yet: the first interval with records will
+        frame = _frame(_session(rdd), rdd, schema, stream._label)
+        frame.createOrReplaceTempView(name)
+        with self._lock:
+            self._views[name] = (stream, schema or frame.schema)  # infer once
+            self._current[name] = rdd
+
+
+class ViewRefresher(StreamingListener):
+    """Re-points the temporary views after each completed interval."""
+
+    def __init__(self, views: TempViews) -> None:
+        self._views = views
+
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        self._views.refresh_all()
