@@ -6,8 +6,8 @@ Reads the new text files of a directory, and for every interval writes, exactly 
   interval's output, however often the driver died),
 * ``totals-<ms>``: the running count of every word since the start (updateStateByKey),
 * ``window-<ms>``: word counts over the last 10 s (reduceByKeyAndWindow with an inverse),
-* ``sessions-<ms>``: each word seen in the last 5 s and its count since its session began
-  (``track`` with a 5 s timeout),
+* ``sessions-<ms>``: each word seen in the last 6 s and its count since its session began
+  (``track`` with a 6 s timeout),
 * ``sink/<ms>.txt``: the interval's word counts, through ``save(sink)``: the sink writes each
   interval atomically under its key (and logs every call in ``sink/calls.log``),
 
@@ -49,7 +49,7 @@ def build(sc: Any, args: Any) -> StreamingContext:
     window = words.reduceByKeyAndWindow(operator.add, operator.sub, 10)
     window.setName("window").checkpoint(args.checkpoint_every)
     window.saveAsTextFiles(f"{args.output}/window")
-    sessions = words.track(lambda w, n: n, lambda w, total, n: total + n, 5)
+    sessions = words.track(lambda w, n: n, lambda w, total, n: total + n, 6)
     sessions.setName("sessions").checkpoint(args.checkpoint_every)
     sessions.saveAsTextFiles(f"{args.output}/sessions")
     words.reduceByKey(operator.add).save(keyed_file_sink(f"{args.output}/sink"), name="sink")

@@ -1,4 +1,4 @@
-"""The full chaos run (issue 14): apps/recoverable.py on local-cluster[3,1,768] under 20
+"""The full chaos run (issue 14): apps/recoverable.py on local-cluster[3,1,1024] under 20
 random driver kills (SIGKILL of the driver's process group) and 10 executor kills (SIGKILL of
 one executor JVM), with input files arriving throughout; then every interval of every output
 (lines, running totals, 10 s window with an inverse, track() sessions, save() sink) is

@@ -33,7 +33,7 @@ from testbed.drivers import App, LocalStorage, wait_for
 from testbed.processes import executor_pids
 
 WORDS = "to be or not that is the question whether tis nobler in the mind".split()
-BATCH_MS, WINDOW_MS, SESSION_MS = 1000, 10_000, 5000
+WINDOW_MS, SESSION_MS = 10_000, 6000  # apps/recoverable.py's window and track timeout
 
 
 @dataclass
@@ -45,6 +45,7 @@ class Plan:
     lines_per_file: int = 3
     gap_s: tuple[float, float] = (3.0, 8.0)  # between two faults
     seed: int = 2026
+    batch_ms: int = 1000  # must divide the app's 10 s window and 6 s session timeout
 
 
 @dataclass
@@ -87,7 +88,7 @@ def _committed(storage: LocalStorage, prefix: str) -> dict[int, str]:
     return found
 
 
-def check(storage: LocalStorage, sent: list[str], report: Report) -> None:
+def check(storage: LocalStorage, sent: list[str], report: Report, batch_ms: int) -> None:
     """Compare every committed interval of every output with the oracle."""
     problems = report.problems
     lines = {t: _records(storage, d) for t, d in sorted(_committed(storage, "lines").items())}
@@ -99,7 +100,7 @@ def check(storage: LocalStorage, sent: list[str], report: Report) -> None:
     if doubled:
         problems.append(f"{len(doubled)} input lines in two intervals, e.g. {doubled[:3]}")
     times = sorted(lines)
-    if times != list(range(times[0], times[-1] + 1, BATCH_MS)):
+    if times != list(range(times[0], times[-1] + 1, batch_ms)):
         problems.append("intervals missing from lines-*: not every batch time was committed")
     report.intervals = len(times)
     outputs = {p: _committed(storage, p) for p in ("totals", "window", "sessions")}
@@ -115,7 +116,7 @@ def check(storage: LocalStorage, sent: list[str], report: Report) -> None:
         per_interval[t] = words
         totals.update(words)
         window: Counter[str] = Counter()
-        for u in range(t - WINDOW_MS + BATCH_MS, t + BATCH_MS, BATCH_MS):
+        for u in range(t - WINDOW_MS + batch_ms, t + batch_ms, batch_ms):
             window.update(per_interval.get(u, Counter()))
         for w, n in words.items():
             sessions[w] = sessions.get(w, 0) + n
@@ -146,8 +147,10 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
     report = Report(plan=asdict(plan))
     storage = LocalStorage(root)
     storage.make_dirs()
-    master = f"local-cluster[{plan.executors},1,768]"
-    app = App(storage, ["--master", master, "--conf", "spark.default.parallelism=4"])
+    master = f"local-cluster[{plan.executors},1,1024]"
+    args = ["--master", master, "--conf", "spark.default.parallelism=4"]
+    args += ["--batch", f"{plan.batch_ms}ms", "--checkpoint-every", f"{2 * plan.batch_ms}ms"]
+    app = App(storage, args)
     rng = random.Random(plan.seed)
     sent: list[str] = []
     stop_writing = threading.Event()
@@ -196,7 +199,7 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
     finally:
         stop_writing.set()
         app.kill9()
-    check(storage, sent, report)
+    check(storage, sent, report, plan.batch_ms)
     report.seconds = round(time.monotonic() - started, 1)
     return report
 
