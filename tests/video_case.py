@@ -11,8 +11,8 @@ from video.generator import GeneratorConfig, Incident
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 
-INTERVALS = 20
-INCIDENT = Incident(cdn="level3", region="eu-west", start_s=12, length_s=10)
+INTERVALS = 16
+INCIDENT = Incident(cdn="level3", region="eu-west", start_s=9, length_s=10)
 
 
 def generator_config(origin_ms: int = 0, seed: int = 1) -> GeneratorConfig:
