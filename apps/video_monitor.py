@@ -57,8 +57,11 @@ from video.session import update as update_session
 
 from dstream import DStream, StreamingContext, StreamingListener, Time
 
-# The package is not installed on executors: ship its functions by value.
+# The package is not installed on executors: ship its functions by value; so are this
+# module's when it is imported rather than run (tests, benchmarks).
 cloudpickle.register_pickle_by_value(video)
+if __name__ != "__main__":
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 @dataclass

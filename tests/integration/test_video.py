@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import video_monitor
-from pyspark import cloudpickle
 from video import queries
 from video.events import parse_event
 from video.generator import write_slices
@@ -27,8 +26,6 @@ from video.oracle import Oracle
 from tests.video_case import APPS, INCIDENT, INTERVALS, MONITOR, generator_config
 
 from .conftest import Harness
-
-cloudpickle.register_pickle_by_value(video_monitor)
 
 T0 = 1_700_000_000_000
 QUERY_AT = (T0 + 8_000, T0 + INTERVALS * 1000)  # batch times of the ad-hoc queries
