@@ -24,7 +24,7 @@ from video.session import (
     viewer_items,
 )
 
-from tests.video_case import INCIDENT, INTERVALS, MONITOR, generator_config
+from tests.video_case import APPS, INCIDENT, INTERVALS, MONITOR, generator_config
 
 CFG = MonitorConfig(
     window_ms=2000,
@@ -92,9 +92,12 @@ def test_the_alert_compares_with_the_groups_own_baseline() -> None:
     assert out[4][("cdn", "akamai")]["baseline_buffering_ratio"] == 0.0
 
 
-def test_every_metric_has_a_definition() -> None:
+def test_every_metric_has_a_definition_in_the_readme() -> None:
     run = Oracle(MONITOR).run(EventGenerator(generator_config()).slices(3), 1000)
     assert set(run[-1][ALL]) == {"dim", "value", *METRICS}
+    readme = (APPS / "video" / "README.md").read_text()
+    documented = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `")}
+    assert documented == set(METRICS)
 
 
 def test_the_generated_run_has_timeouts_and_its_incident_is_found() -> None:
