@@ -116,34 +116,29 @@ def build(
     partitions: int | None = None,
     group_partitions: int | None = None,
 ) -> Monitor:
-    """The monitor over a stream of player events (tuples, see :mod:`video.events`).
+    """The monitor over a stream of player events (tuples, see :mod:`video.events`);
+    ``cfg.batch_ms`` must be the stream's batch interval (the oracle assumes it).
 
     ``partitions``: of the session state (default: Spark's default parallelism);
     ``group_partitions``: of the per-group windows and records (there are only a few hundred
     groups, and each partition costs a task every interval; default: ``partitions``).
     """
-    ssc_batch = events.slide_duration.ms
-    if ssc_batch != cfg.batch_ms:
-        raise ValueError(
-            f"monitor batch_ms {cfg.batch_ms} must equal the stream's interval {ssc_batch} ms: "
-            "build MonitorConfig(batch_ms=...) from the StreamingContext's batch interval"
-        )
     n = partitions
     gn = group_partitions or partitions
-    window, baseline, slide = cfg.window_ms / 1000, cfg.baseline_ms / 1000, cfg.batch_ms / 1000
+    window, baseline = cfg.window_ms / 1000, cfg.baseline_ms / 1000
     tagged = events.map(lambda e: (e[2], e)).transform(_tag)
     sessions = tagged.track(initialize, update_session, cfg.timeout_ms / 1000, n)
     sessions.setName("sessions")
     changed = sessions.changes().filter(lambda kv: kv[1] is not None).map(lambda kv: kv[1])
     increments = changed.flatMap(increment_items)
-    short = increments.reduceByKeyAndWindow(add, sub, window, slide, gn)
+    short = increments.reduceByKeyAndWindow(add, sub, window, None, gn)
     long = increments.mapValues(lambda v: (v[I_BUFFERING], v[I_PLAY])).reduceByKeyAndWindow(
-        _pair_add, _pair_sub, baseline, slide, gn
+        _pair_add, _pair_sub, baseline, None, gn
     )
     gauges = sessions.transform(partial(_gauges, cfg)).reduceByKey(add, gn)
     viewers = changed.flatMap(viewer_items)
     sketches = viewers.mapPartitions(partial(_hll_partials, cfg.hll_precision))
-    windowed_sketches = sketches.reduceByKeyAndWindow(hll.merge, None, window, slide, gn)
+    windowed_sketches = sketches.reduceByKeyAndWindow(hll.merge, None, window, None, gn)
     parts = [
         short.mapValues(lambda v: {"w": v}),
         long.mapValues(lambda v: {"b": v}),
@@ -151,7 +146,7 @@ def build(
         windowed_sketches.mapValues(lambda v: {"h": v}),
     ]
     if cfg.exact_uniques:
-        distinct = viewers.countByValueAndWindow(window, slide, n)
+        distinct = viewers.countByValueAndWindow(window, None, n)
         uniques = distinct.map(lambda kv: (kv[0][0], 1)).reduceByKey(operator.add, gn)
         parts.append(uniques.mapValues(lambda v: {"u": v}))
     merged = events.context().union(*parts).reduceByKey(_merge_parts, gn)
@@ -284,12 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(directory, exist_ok=True)
     out = args.out or tempfile.mkdtemp(prefix="video-out-")
     sc = spark(args, "dstream-video")
-    if args.checkpoint:
-        ssc = StreamingContext.getOrCreate(
-            args.checkpoint, lambda: setup(sc, args, directory, out), sc
-        )
-    else:
-        ssc = setup(sc, args, directory, out)
+    created: list[bool] = []  # setup runs only when there is nothing to resume
+
+    def fresh() -> StreamingContext:
+        created.append(True)
+        return setup(sc, args, directory, out)
+
+    ssc = StreamingContext.getOrCreate(args.checkpoint, fresh, sc) if args.checkpoint else fresh()
     if args.json:
         ssc.addStreamingListener(JsonProgress())
     stop = threading.Event()
@@ -306,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         writer = LiveWriter(directory, gen_cfg)
         writer.start()
     print(
-        json.dumps({"started": True, "restored": ssc.restored, "origin_ms": origin, "out": out})
+        json.dumps({"started": True, "restored": not created, "origin_ms": origin, "out": out})
         if args.json
         else f"video monitor: events in {directory}, outputs in {out}",
         flush=True,
