@@ -1,12 +1,13 @@
 # One entry point for humans and CI.
 #   make run    set up the environment and run the main job (streaming word count on local Spark)
+#   make video  the video-analytics monitor on its event generator for a minute (apps/video_monitor.py)
 #   make test   set up, build the JVM pieces, lint, type-check and run the whole test suite
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster run lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim minicluster run video lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -24,6 +25,9 @@ minicluster: setup
 
 run: shim
 	$(PY) apps/wordcount.py --source rate --rate 2000 --seconds 20
+
+video: shim
+	$(PY) apps/video_monitor.py --source generator --sessions 5000 --seconds 60
 
 lint: setup
 	$(VENV)/bin/ruff check .

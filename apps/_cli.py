@@ -13,12 +13,17 @@ from dstream import DStream, StreamingContext, StreamingListener
 from dstream.sparkconf import recommended_conf
 
 
-def parser(description: str) -> argparse.ArgumentParser:
+def parser(
+    description: str, sources: tuple[str, ...] = ("rate", "files"), rate: bool = True
+) -> argparse.ArgumentParser:
+    """The options every demo application takes; ``sources`` are the choices of --source
+    (the first is the default), ``rate`` whether --rate (records per second) is one."""
     p = argparse.ArgumentParser(
         description=description, formatter_class=argparse.RawTextHelpFormatter
     )
-    p.add_argument("--source", choices=["rate", "files"], default="rate")
-    p.add_argument("--rate", type=int, default=2000, help="records per second (rate source)")
+    p.add_argument("--source", choices=list(sources), default=sources[0])
+    if rate:
+        p.add_argument("--rate", type=int, default=2000, help="records per second (rate source)")
     p.add_argument("--dir", help="directory whose new text files are read (files source)")
     p.add_argument("--batch", default="1s", help="batch interval, e.g. 500ms, 1s")
     p.add_argument("--window", default="30s", help="window length, e.g. 30s")
