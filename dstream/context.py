@@ -571,8 +571,8 @@ class StreamingContext:
                 self._state_lock.wait(remaining)
 
     def _completed_time(self) -> Time | None:
-        """The newest batch whose every job, and metadata record, is complete."""
-        return None if self._scheduler is None else self._scheduler.settled
+        """The newest interval live queries read (see JobScheduler.visible)."""
+        return None if self._scheduler is None else self._scheduler.visible
 
     # ---- for tests, benchmarks and the shell ---------------------------------------------------
     def wait_for_batch(self, time: Time | int, timeout_s: float | None = 60.0) -> bool:

@@ -48,7 +48,8 @@ class QueryOps(CommonOps[T]):
     # ---- reading intervals ------------------------------------------------------------------
     def latest(self) -> RDD[T]:
         """The RDD of the newest completed interval of this stream."""
-        return self._pinned(self._latest_time())
+        with self._lock:  # the graph's: the newest interval cannot be forgotten meanwhile
+            return self._pinned(self._latest_time())
 
     def at(self, time: object) -> RDD[T]:
         """The RDD of the interval ``time`` falls in: a :class:`Time`, a datetime, epoch
@@ -75,18 +76,17 @@ class QueryOps(CommonOps[T]):
     def lookup(self, key: Any) -> list[Any]:
         """The values of ``key`` in the state as of the newest completed interval (a list,
         as ``RDD.lookup``). Only the key's partition is read."""
-        from pyspark.rdd import portable_hash
-
         state = self._require_state("lookup")
         rdd = self.snapshot()
-        try:
-            partition = portable_hash(key) % state._partitions  # type: ignore[attr-defined]
-        except TypeError as exc:
-            raise TypeError(
-                f"lookup({key!r}): the key cannot be hashed as Spark does: {exc}"
-            ) from None
+        n = state._partitions  # type: ignore[attr-defined]
 
-        def scan(records: Iterable[Any]) -> Iterable[Any]:
+        def scan(split: int, records: Iterable[Any]) -> Iterable[Any]:
+            # The state is hash-partitioned: only the key's own partition is read. (The hash
+            # of a str is only portable in the workers, which run with PYTHONHASHSEED set.)
+            from pyspark.rdd import portable_hash
+
+            if portable_hash(key) % n != split:
+                return
             found, example = [], None
             for k, v in records:
                 if k == key:
@@ -95,7 +95,12 @@ class QueryOps(CommonOps[T]):
                     example = k
             yield found, example
 
-        ((values, example),) = rdd.context.runJob(rdd, scan, [partition])
+        try:
+            ((values, example),) = rdd.mapPartitionsWithIndex(scan).collect()
+        except Exception as exc:
+            if "unhashable" in str(exc):
+                raise TypeError(f"lookup({key!r}): the key cannot be hashed") from None
+            raise
         if not values and example is not None and type(example) is not type(key):
             raise TypeError(
                 f"lookup({key!r}): the key is a {type(key).__name__}, but the keys of "

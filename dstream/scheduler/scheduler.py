@@ -166,6 +166,7 @@ class JobScheduler:
         # The latest batch whose completion hook (the metadata record) has run: waiters
         # see a batch as complete only from then on.
         self._settled: Time | None = None
+        self._visible: Time | None = None
         self._halted: HaltedError | None = None
         # Consecutive failed checkpoints, per state stream id.
         self._checkpoint_failures: dict[int, int] = {}
@@ -219,11 +220,10 @@ class JobScheduler:
             return True
 
     @property
-    def settled(self) -> Time | None:
-        """The newest batch that completed with its metadata record written (what waiters
-        and live queries see as complete)."""
-        with self._done:
-            return self._settled
+    def visible(self) -> Time | None:
+        """The newest interval live queries read: every job of it and of every interval
+        before it is done (read under the graph's lock, with what it pins)."""
+        return self._visible
 
     @property
     def last_generated(self) -> Time | None:
@@ -480,7 +480,11 @@ class JobScheduler:
         for job in batch.jobs:
             if job.release is not None:
                 job.release()
-        self._graph.batch_completed(batch.time)
+        with self._graph.lock:
+            # Live queries see this interval as the newest from now on, in the same step in
+            # which older ones are forgotten: a query pins what it reads under this lock.
+            self._visible = batch.time
+            self._graph.batch_completed(batch.time)
         self._bus.post("onBatchCompleted", StreamingListenerBatchCompleted(batch.info))
         with self._done:
             del self._batches[batch.time]

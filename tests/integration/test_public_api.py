@@ -24,6 +24,8 @@ PYSPARK_DSTREAM = public(pyspark.streaming.DStream)
 PYSPARK_CONTEXT = public(pyspark.streaming.StreamingContext)
 # dstream's own additions, each documented in the README.
 DSTREAM_EXTRAS = {"remember", "save", "setName", "track"}
+# live queries (dstream.api.queries)
+DSTREAM_EXTRAS |= {"latest", "at", "snapshot", "lookup", "toDF", "createOrReplaceTempView"}
 TRACK_EXTRAS = {"changes"}
 CONTEXT_EXTRAS = {
     "fileStream",
