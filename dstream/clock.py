@@ -10,13 +10,36 @@ Time(1500)
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time as _time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Protocol
 
 from dstream.time import Duration, Time
 
-__all__ = ["Clock", "ManualClock", "SystemClock"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "default_clock", "programs_use"]
+
+# The clock a StreamingContext built without one gets. Only replay sets it (for the code it
+# runs, in its own context: an unchanged program then runs on the replay's clock).
+_PROGRAM_CLOCK: ContextVar[Clock | None] = ContextVar("dstream_program_clock", default=None)
+
+
+def default_clock() -> Clock:
+    """What ``StreamingContext(sc, batch)`` runs on when it is given no clock."""
+    return _PROGRAM_CLOCK.get() or SystemClock()
+
+
+@contextlib.contextmanager
+def programs_use(clock: Clock) -> Iterator[None]:
+    """StreamingContexts created inside this block (in this thread or context) without a
+    clock of their own run on ``clock``: how replay runs a program unchanged."""
+    token = _PROGRAM_CLOCK.set(clock)
+    try:
+        yield
+    finally:
+        _PROGRAM_CLOCK.reset(token)
 
 
 class Clock(Protocol):

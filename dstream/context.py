@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from dstream.api.queries import TempViews, ViewRefresher
-from dstream.clock import Clock, SystemClock
+from dstream.clock import Clock, default_clock
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import UserFunction, call_site, check_callable, check_picklable
 from dstream.functions import positional_arity as _arity
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from dstream.scheduler.checkpointer import Checkpointer
     from dstream.scheduler.coordinator import BatchCoordinator
     from dstream.scheduler.monitor import ExecutorMonitor
+    from dstream.scheduler.replay import ReplayReport
     from dstream.scheduler.scheduler import JobScheduler
     from dstream.storage.journal import JournalRecord, MetadataJournal
     from dstream.storage.ownership import Lease
@@ -86,7 +87,7 @@ class StreamingContext:
             )
         self._sc = sparkContext
         self._batch_duration: Duration = to_duration(batchDuration, "batchDuration")
-        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._clock: Clock = clock if clock is not None else default_clock()
         self._settings = settings if settings is not None else StreamingSettings()
         self._id = next(_ids)
         self._graph = DStreamGraph(self._batch_duration)
@@ -462,6 +463,26 @@ class StreamingContext:
             clock=clock,
             settings=settings,
         )
+
+    @classmethod
+    def replay(
+        cls,
+        setupFunc: Callable[[], StreamingContext],
+        begin: object,
+        end: object,
+        speed: object = "max",
+    ) -> ReplayReport:
+        """Run the program ``setupFunc()`` defines over input that already exists, for the
+        intervals from ``begin`` to ``end`` (Times, datetimes, epoch seconds or
+        ``"21:00"``-style text), as fast as the cluster completes them (``speed="max"``) or
+        at a multiple of real time (``"1x"``, ``"10x"``); then stop it gracefully. Each file
+        goes to the interval its modification time falls in, and outputs are committed as
+        live: the same files give the same outputs, interval by interval. The program is the
+        live one, unchanged; it must not give its StreamingContext a clock of its own."""
+        from dstream.scheduler.replay import replay
+
+        check_callable(setupFunc, "replay", "setupFunc")
+        return replay(setupFunc, begin, end, speed)
 
     @classmethod
     def getActiveOrCreate(

@@ -90,13 +90,15 @@ def test_a_held_query_keeps_its_interval_while_the_stream_checkpoints_on(
     _, totals, _, _ = totals_program(h)
     totals.checkpoint(1)
     h.ssc.start()
-    h.run_batches(3)
-    held = totals.snapshot()  # the state after 3 intervals
-    for _ in range(5):  # five more intervals, a checkpoint after each
+    for _ in range(4):  # checkpoints after each interval: the state is rebuilt from them
+        h.run_batches(1)
+        h.ssc._checkpointer.wait_idle(60)
+    held = totals.snapshot()  # the state after 4 intervals, its lineage on a checkpoint
+    for _ in range(4):  # four more intervals, a checkpoint after each
         h.run_batches(1)
         h.ssc._checkpointer.wait_idle(60)
     state_dir = next(p for p in (tmp_path / "ckpt").iterdir() if p.name.startswith("state-"))
-    assert dict(held.collect()) == running_totals(BATCHES, 3)
+    assert dict(held.collect()) == running_totals(BATCHES, 4)
     assert dict(totals.snapshot().collect()) == running_totals(BATCHES, 8)
     # Older checkpoints are deleted as usual once no query holds them.
     del held
