@@ -1,0 +1,57 @@
+"""The ``dstream`` command (also ``python -m dstream``): run, query and replay streaming
+programs, and read checkpoint directories.
+
+    dstream shell APP.py [ARGS]            the program, with a console on its live state
+    dstream replay APP.py --from T --to T [--speed max|1x|Nx] [-- ARGS]
+                                           the program over input that already exists
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dstream", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    shell = sub.add_parser("shell", help="run a program and open a console on its live state")
+    shell.add_argument("app", help="the program: a Python script that starts a StreamingContext")
+    shell.add_argument("args", nargs=argparse.REMAINDER, help="the program's own arguments")
+    replay = sub.add_parser(
+        "replay",
+        help="run a program over existing input, as fast as the cluster allows",
+        description="Run APP.py unchanged over the files already in its input directories, "
+        "interval by interval from --from to --to; each file goes to the interval its "
+        "modification time falls in, and outputs are committed as live. Give the program "
+        "other output and checkpoint directories than the live run's (its own arguments, "
+        "after --).",
+    )
+    replay.add_argument("app")
+    replay.add_argument("--from", dest="begin", required=True, help="e.g. '2026-11-26 21:00'")
+    replay.add_argument("--to", dest="end", required=True, help="e.g. '21:30' or 'now'")
+    replay.add_argument("--speed", default="max", help="max (default), 1x, 10x, ...")
+    replay.add_argument("args", nargs=argparse.REMAINDER, help="-- then the program's arguments")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    program_args = [a for a in args.args if a != "--"] if args.args[:1] == ["--"] else args.args
+    if args.command == "shell":
+        from dstream.cli.shell import run_shell
+
+        return run_shell(args.app, program_args)
+    if args.command == "replay":
+        from dstream.cli.replay import run_replay
+
+        return run_replay(args.app, program_args, args.begin, args.end, args.speed)
+    raise AssertionError(args.command)  # pragma: no cover - argparse refuses others
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""``python -m dstream shell APP.py [ARGS]``: the program runs, and a console opens beside it
+in the same driver, with the program's live state in reach::
+
+    ssc, sc, spark       the StreamingContext, its SparkContext, a SparkSession on it
+    <name>               every stream named with stream.setName("<name>")
+    streams              all named streams, by name
+    Time, Duration       for times and lengths
+
+Queries (``latest()``, ``at()``, ``slice()``, ``snapshot()``, ``lookup()``, ``toDF()``,
+``createOrReplaceTempView()``) read completed intervals while the program runs on. IPython is
+used when it is installed, Python's own console otherwise. Ctrl-D (or ``exit()``) stops the
+program gracefully: the intervals already generated finish and their outputs are committed.
+
+In a program run with ``python -i``, in IPython or in Jupyter, ``namespace(ssc)`` gives the
+same names.
+"""
+
+from __future__ import annotations
+
+import code
+import sys
+from typing import TYPE_CHECKING, Any
+
+from dstream.cli.program import Program
+
+if TYPE_CHECKING:
+    from dstream.context import StreamingContext
+
+__all__ = ["namespace", "run_shell"]
+
+
+def namespace(ssc: StreamingContext) -> dict[str, Any]:
+    """The names the shell puts in scope for ``ssc``'s program."""
+    from pyspark.sql import SparkSession
+
+    from dstream import Duration, Time
+
+    sc = ssc.sparkContext
+    streams = {s._user_name: s for s in ssc._graph.streams if s._user_name}
+    names: dict[str, Any] = {
+        "ssc": ssc,
+        "sc": sc,
+        "spark": SparkSession.builder.config(conf=sc.getConf()).getOrCreate(),
+        "streams": streams,
+        "Time": Time,
+        "Duration": Duration,
+    }
+    names.update({n: s for n, s in streams.items() if n.isidentifier() and n not in names})
+    return names
+
+
+def _banner(app: str, names: dict[str, Any]) -> str:
+    streams = ", ".join(sorted(names["streams"])) or "(none: name them with setName())"
+    return (
+        f"dstream shell: {app} is running. In scope: ssc, sc, spark, streams, Time, Duration\n"
+        f"Named streams: {streams}\n"
+        "Queries read completed intervals: stream.latest(), stream.at('-10s'), "
+        "state.snapshot(), state.lookup(key),\n"
+        "stream.createOrReplaceTempView('name') then spark.sql(...). Ctrl-D stops the program."
+    )
+
+
+def run_shell(app: str, args: list[str]) -> int:
+    program = Program(app, args)
+    program.start()
+    ssc = program.wait_for_context()
+    names = namespace(ssc)
+    banner = _banner(program.path.name, names)
+    try:
+        try:
+            from IPython import start_ipython
+        except ImportError:
+            code.interact(banner=banner, local=names, exitmsg="stopping the program ...")
+        else:
+            print(banner)
+            start_ipython(argv=["--no-banner"], user_ns=names)
+    finally:
+        if ssc._state == "active":
+            ssc.stop(stopSparkContext=True, stopGraceFully=True)
+        program.join(120)
+    print("dstream shell: the program stopped", flush=True)
+    if program.error is not None:
+        print(f"dstream shell: {program.path.name} failed: {program.error!r}", file=sys.stderr)
+        return 1
+    return 0

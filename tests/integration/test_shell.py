@@ -1,0 +1,126 @@
+"""``python -m dstream shell`` for real: the program runs in a subprocess on a pseudo-terminal,
+queries are typed while it runs, and their answers are checked against the outputs the
+program itself committed. Ctrl-D stops the program gracefully."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+APP = textwrap.dedent(
+    """
+    import sys
+    from pyspark import SparkConf, SparkContext
+    from dstream import StreamingContext
+
+    indir, out = sys.argv[1], sys.argv[2]
+    sc = SparkContext(conf=SparkConf().setMaster("local[2]").setAppName("shell-test")
+                      .set("spark.ui.enabled", "false"))
+    sc.setLogLevel("ERROR")
+    ssc = StreamingContext(sc, 1)
+    ssc.remember(600)
+    words = ssc.textFileStream(indir).flatMap(str.split).map(lambda w: (w, 1))
+    totals = words.updateStateByKey(lambda new, old: sum(new) + (old or 0)).setName("totals")
+    totals.saveAsTextFiles(out + "/totals")
+    ssc.start()
+    ssc.awaitTermination()
+    """
+)
+
+
+class Console:
+    """A process on a pseudo-terminal: type lines, wait for output."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
+        )
+        os.close(slave)
+        self.text = ""
+
+    def expect(self, pattern: str, timeout_s: float = 120) -> re.Match[str]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            match = re.search(pattern, self.text)
+            if match is not None:
+                self.text = self.text[match.end() :]
+                return match
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"no {pattern!r} in {self.text[-2000:]!r}"
+            ready, _, _ = select.select([self.master], [], [], remaining)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:  # the process closed the terminal
+                    chunk = b""
+                assert chunk, f"the console ended before {pattern!r}: {self.text[-2000:]!r}"
+                self.text += chunk.decode(errors="replace").replace("\r\n", "\n")
+
+    def send(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+
+def committed(out: Path) -> dict[int, list[tuple[str, int]]]:
+    result = {}
+    for d in out.glob("totals-*"):
+        if (d / "_DSTREAM_COMMIT").exists():
+            lines = [ln for p in d.glob("part-*") for ln in p.read_text().splitlines()]
+            result[int(d.name.split("-")[1])] = sorted(eval(ln) for ln in lines)
+    return result
+
+
+@pytest.mark.slow
+def test_queries_typed_in_the_shell_answer_from_the_live_state(tmp_path: Path) -> None:
+    indir, out = tmp_path / "in", tmp_path / "out"
+    indir.mkdir()
+    out.mkdir()
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable, "TERM": "dumb"}
+    console = Console(
+        [sys.executable, "-m", "dstream", "shell", str(app), str(indir), str(out)], env
+    )
+    try:
+        console.expect(r"Named streams: totals")
+        console.expect(r">>> ")
+        words = ["to", "be", "or", "not", "to", "be"]
+        for i, word in enumerate(words):
+            hidden = indir / f".w{i}"
+            hidden.write_text(word + "\n")
+            hidden.rename(indir / f"w{i}.txt")
+        want_final = sorted({w: words.count(w) for w in words}.items())
+        done = threading.Event()
+        while not any(v == want_final for v in committed(out).values()):
+            assert not done.wait(0.2) and console.proc.poll() is None
+        # A past interval, as the program committed it.
+        when, content = max((t, v) for t, v in committed(out).items() if v)
+        console.send(f"print('AT', sorted(totals.at(Time({when})).collect()))")
+        assert eval(console.expect(r"AT (\[.*?\])\n").group(1)) == content
+        console.send("print('LOOKUP', totals.lookup('to'), totals.lookup('nope'))")
+        assert console.expect(r"LOOKUP (\[.*?\]) (\[.*?\])\n").groups() == ("[2]", "[]")
+        console.send("totals.createOrReplaceTempView('totals')")
+        console.send("print('SQL', spark.sql('select sum(value) from totals').first()[0])")
+        assert console.expect(r"SQL (\d+)\n").group(1) == str(len(words))
+        console.send("print('LATEST', sorted(totals.snapshot().collect()))")
+        assert eval(console.expect(r"LATEST (\[.*?\])\n").group(1)) == want_final
+        console.expect(r">>> ")
+        os.write(console.master, b"\x04")  # Ctrl-D at the prompt
+        console.expect(r"the program stopped")
+        assert console.proc.wait(120) == 0
+    finally:
+        if console.proc.poll() is None:
+            console.proc.kill()
+        os.close(console.master)
