@@ -1,0 +1,104 @@
+"""Replay throughput against a live run of the same data (issue 15).
+
+A generator writes --intervals files of --records-per-interval 100-byte lines, one per
+second; a live run (1 s intervals, word counts over a 30 s window with an inverse and running
+totals, saved as text) reads them as they arrive. Then the same program is replayed over the
+same files with StreamingContext.replay at full speed. Reports records/s of both (the live
+run is bounded by the arrival rate, replay by the cluster) and checks that both committed the
+same outputs. Writes bench/results/replay.json.
+
+    PYTHONPATH=. .venv/bin/python bench/replay.py --intervals 60 --records-per-interval 50000
+    PYTHONPATH=. .venv/bin/python bench/replay.py --smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from _spark import spark_context
+
+from dstream import StreamingContext, Time
+from dstream.sources.textgen import generate_lines
+
+
+def program(sc: Any, indir: str, out: str) -> StreamingContext:
+    ssc = StreamingContext(sc, 1)
+    ssc.checkpoint(f"{out}/ckpt")
+    pairs = ssc.textFileStream(indir).flatMap(str.split).map(lambda w: (w, 1))
+    pairs.reduceByKeyAndWindow(operator.add, operator.sub, 30).saveAsTextFiles(f"{out}/window")
+    pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)).saveAsTextFiles(f"{out}/totals")
+    return ssc
+
+
+def outputs(out: str) -> dict[str, list[str]]:
+    result = {}
+    for d in sorted(Path(out).iterdir()):
+        if d.name.startswith(("window-", "totals-")):
+            result[d.name] = sorted(
+                line for part in d.glob("part-*") for line in part.read_text().splitlines()
+            )
+    return result
+
+
+def same(live: dict[str, list[str]], replay: dict[str, list[str]]) -> bool:
+    """The replay's every interval equals the live run's (which also ran before and after)."""
+    return bool(replay) and all(live.get(name) == lines for name, lines in replay.items())
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--intervals", type=int, default=60)
+    p.add_argument("--records-per-interval", type=int, default=50_000)
+    p.add_argument("--smoke", action="store_true")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "replay.json"))
+    args = p.parse_args()
+    if args.smoke:
+        args.intervals, args.records_per_interval = 4, 200
+    work = Path(tempfile.mkdtemp(prefix="dstream-bench-replay-"))
+    indir = work / "in"
+    indir.mkdir()
+    sc = spark_context("dstream-bench-replay")
+    live = program(sc, str(indir), str(work / "live"))
+    live.start()
+    begin = Time(int(time.time() * 1000))
+    pause = threading.Event()
+    for i in range(args.intervals):
+        lines = generate_lines(i, args.records_per_interval, 100)
+        hidden = indir / f".f{i:05d}"
+        hidden.write_text("\n".join(lines) + "\n")
+        os.rename(hidden, indir / f"f{i:05d}.txt")
+        pause.wait(1.0)
+    end = Time(int(time.time() * 1000))
+    live_s = (end.ms - begin.ms) / 1000
+    live.awaitTerminationOrTimeout(3)
+    live.stop(stopSparkContext=False, stopGraceFully=True)
+    report = StreamingContext.replay(
+        lambda: program(sc, str(indir), str(work / "replay")), begin, end
+    )
+    records = args.intervals * args.records_per_interval
+    result = {
+        "intervals": args.intervals,
+        "records": records,
+        "live_records_per_s": round(records / live_s, 1),
+        "replay_records_per_s": round(report.records_per_second, 1),
+        "replay_seconds": round(report.seconds, 2),
+        "speedup": round(report.records_per_second / (records / live_s), 2),
+        "same_outputs": same(outputs(str(work / "live")), outputs(str(work / "replay"))),
+    }
+    print(json.dumps(result, indent=2))
+    sc.stop()
+    if not args.smoke:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
