@@ -18,6 +18,7 @@ import threading
 import time as _time
 import weakref
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from dstream.api.queries import TempViews, ViewRefresher
@@ -27,6 +28,7 @@ from dstream.functions import UserFunction, call_site, check_callable, check_pic
 from dstream.functions import positional_arity as _arity
 from dstream.listener import ListenerBus, StreamingListener, StreamingListenerStreamingStarted
 from dstream.scheduler.checkpointer import Checkpointer
+from dstream.scheduler.progress import ProgressTracker
 from dstream.scheduler.recovery import failed_before, resume_time
 from dstream.settings import StreamingSettings
 from dstream.storage.journal import CheckpointDirectoryError
@@ -52,6 +54,17 @@ __all__ = ["StreamingContext"]
 log = logging.getLogger(__name__)
 
 _ids = itertools.count()
+# The checkpoint directory of contexts that set none: set only by `dstream run --checkpoint`,
+# in the context its program runs in.
+_PROGRAM_CHECKPOINT: ContextVar[str | None] = ContextVar("dstream_checkpoint", default=None)
+
+
+def programs_checkpoint(directory: str) -> None:
+    """StreamingContexts created later in this context check-point to ``directory`` unless
+    they call ``ssc.checkpoint()`` themselves (``dstream run --checkpoint``)."""
+    _PROGRAM_CHECKPOINT.set(directory)
+
+
 # Started and not yet stopped, oldest first (StreamingContext.getActive).
 _running: weakref.WeakValueDictionary[int, StreamingContext] = weakref.WeakValueDictionary()
 
@@ -97,7 +110,7 @@ class StreamingContext:
         self._error: StreamingJobError | None = None
         self._scheduler: JobScheduler | None = None
         self._monitor: ExecutorMonitor | None = None
-        self._checkpoint_dir: str | None = None
+        self._checkpoint_dir: str | None = _PROGRAM_CHECKPOINT.get()
         self._temp_storage: str | None = None
         self._section_marks: SectionMarks | None = None
         self._checkpointer: Checkpointer | None = None
@@ -109,6 +122,8 @@ class StreamingContext:
         # SQL views of createOrReplaceTempView, re-pointed as intervals complete.
         self._views = TempViews()
         self._bus.add(ViewRefresher(self._views))
+        self._progress = ProgressTracker(self)
+        self._bus.add(self._progress)
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -383,6 +398,18 @@ class StreamingContext:
         )
         monitor.start()
         return monitor
+
+    @property
+    def lastProgress(self) -> dict[str, Any] | None:
+        """The progress record of the newest completed batch (None before the first), shaped
+        like Structured Streaming's ``query.lastProgress``: see
+        :mod:`dstream.scheduler.progress`."""
+        return self._progress.last
+
+    @property
+    def recentProgress(self) -> list[dict[str, Any]]:
+        """The progress records of the last 100 completed batches, oldest first."""
+        return self._progress.recent
 
     @property
     def executor_monitor(self) -> ExecutorMonitor:

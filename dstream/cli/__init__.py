@@ -4,6 +4,9 @@ programs, and read checkpoint directories.
     dstream shell APP.py [ARGS]            the program, with a console on its live state
     dstream replay APP.py --from T --to T [--speed max|1x|Nx] [-- ARGS]
                                            the program over input that already exists
+    dstream run [--master M] [--conf K=V] [--checkpoint DIR] [--progress] APP.py [ARGS]
+                                           the program, as spark-submit would run it
+    dstream status CHECKPOINT_DIR [--json] what a checkpoint directory holds (no Spark)
 """
 
 from __future__ import annotations
@@ -36,12 +39,26 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--to", dest="end", required=True, help="e.g. '21:30' or 'now'")
     replay.add_argument("--speed", default="max", help="max (default), 1x, 10x, ...")
     replay.add_argument("args", nargs=argparse.REMAINDER, help="-- then the program's arguments")
+    run = sub.add_parser("run", help="run a program with spark-submit-like options")
+    run.add_argument("--master", help="e.g. local[4], local-cluster[3,1,1024], spark://host:7077")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--checkpoint", help="checkpoint directory, for a program that sets none")
+    run.add_argument("--progress", action="store_true", help="print one line per batch")
+    run.add_argument("app")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    status = sub.add_parser("status", help="what a checkpoint directory holds (no Spark)")
+    status.add_argument("directory")
+    status.add_argument("--json", action="store_true", help="machine-readable")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    program_args = [a for a in args.args if a != "--"] if args.args[:1] == ["--"] else args.args
+    if args.command == "status":
+        from dstream.cli.status import run_status
+
+        return run_status(args.directory, args.json)
+    program_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     if args.command == "shell":
         from dstream.cli.shell import run_shell
 
@@ -50,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         from dstream.cli.replay import run_replay
 
         return run_replay(args.app, program_args, args.begin, args.end, args.speed)
+    if args.command == "run":
+        from dstream.cli.run import run_program
+
+        return run_program(
+            args.app, program_args, args.master, args.conf, args.checkpoint, args.progress
+        )
     raise AssertionError(args.command)  # pragma: no cover - argparse refuses others
 
 

@@ -91,6 +91,10 @@ class InputDStream(DStream[Any]):
     def _validate(self) -> None:
         """Check the source is usable; called by ``ssc.start()``."""
 
+    def _description(self) -> str:
+        """What this source reads, for progress records and the UI."""
+        return self._operator
+
     # ---- counting -------------------------------------------------------------------------
     def _can_compute(self, time: Time) -> bool:
         if time in self._generated:

@@ -135,6 +135,9 @@ class FileInputDStream(InputDStream):
         want = self._ssc._settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
+    def _description(self) -> str:
+        return f"{self._operator}[{self._directory}]"
+
     def _read(self, time: Time) -> RDD[Any] | None:
         paths = self._batch_files.get(time)
         if paths is None and self._recorded_until is not None and time <= self._recorded_until:

@@ -58,6 +58,9 @@ class RateInputDStream(InputDStream):
         self._seed = seed
         self._record_bytes = record_bytes
 
+    def _description(self) -> str:
+        return f"{self._operator}[{self._records_per_second}/s]"
+
     def _read(self, time: Time) -> RDD[str]:
         total = records_in_interval(self._records_per_second, time.ms, self._slide_duration.ms)
         self._record_count(time, total)

@@ -104,6 +104,9 @@ class SocketInputDStream(InputDStream):
         with self._buffer_lock:
             return self._buffer_lock.wait_for(lambda: len(self._buffer) >= count, timeout_s)
 
+    def _description(self) -> str:
+        return f"{self._operator}[{self.hostname}:{self.port}]"
+
     def _read(self, time: Time) -> RDD[Any]:
         with self._buffer_lock:
             records, self._buffer = self._buffer, []

@@ -229,6 +229,25 @@ class StateStream(DStream[Any]):
             for t in [t for t in self._built_on if t not in self._generated]:
                 del self._built_on[t]
 
+    # ---- progress records --------------------------------------------------------------------
+    def _progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
+        """This state's entry in the progress record of batch ``time``."""
+        from dstream.scheduler.progress import human_time
+
+        with self._lock:
+            rdd = self._generated.get(time)
+            base = self._built_on.get(time)
+            published = self._published_ms
+        since = base if base is not None else (self._zero_time.ms if self._zero_time else None)
+        depth = None if since is None else (time.ms - since) // self._slide_duration.ms
+        return {
+            "name": self._user_name or self._label,
+            "operator": self._label,
+            "lastCheckpoint": human_time(published),
+            "lineageDepth": depth,
+            "memoryUsedBytes": None if rdd is None else cached_bytes.get(rdd.id()),
+        }
+
     # ---- what the metadata journal records -----------------------------------------------
     def _shape(self) -> dict[str, Any]:
         """What a restored checkpoint must agree with to be reused by changed code."""

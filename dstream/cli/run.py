@@ -1,0 +1,63 @@
+"""``dstream run [--master M] [--conf K=V] [--checkpoint DIR] [--progress] APP.py [ARGS]``:
+the program as ``spark-submit`` would run it. ``--master`` and ``--conf`` reach the
+SparkContext the program creates the way spark-submit's do (settings the program sets on its
+own SparkConf still win); ``--checkpoint`` is the checkpoint directory of a StreamingContext
+that does not set one; ``--progress`` prints one line per batch. Ctrl-C stops the program
+gracefully."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import shlex
+
+from dstream.cli.program import Program
+from dstream.scheduler.progress import ConsoleProgress
+
+__all__ = ["run_program"]
+
+
+def run_program(
+    app: str,
+    args: list[str],
+    master: str | None,
+    conf: list[str],
+    checkpoint: str | None,
+    progress: bool,
+) -> int:
+    submit = []
+    if master:
+        submit += ["--master", master]
+    for setting in conf:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise SystemExit(
+                f"dstream run: --conf {setting!r} is not KEY=VALUE, e.g. spark.ui.port=4050"
+            )
+        submit += ["--conf", f"{key}={value}"]
+    if submit:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join([*submit, "pyspark-shell"])
+    from dstream.context import programs_checkpoint
+
+    context = contextvars.copy_context()
+    if checkpoint:
+        context.run(programs_checkpoint, checkpoint)
+    program = Program(app, args)
+    program.start(context)
+    try:
+        ssc = program.wait_for_context()
+        if progress:
+            ssc.addStreamingListener(ConsoleProgress())
+        while program.running:
+            program.join(1)
+    except KeyboardInterrupt:
+        from dstream.context import StreamingContext
+
+        active = StreamingContext.getActive()
+        if active is not None:
+            active.stop(stopSparkContext=True, stopGraceFully=True)
+        program.join(120)
+    if program.error is not None:
+        print(f"dstream run: {program.path.name} failed: {program.error!r}")
+        return 1
+    return 0

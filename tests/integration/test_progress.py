@@ -1,0 +1,67 @@
+"""Progress records per batch (the shape Structured Streaming users know) and the one-line
+console display, with the run's real numbers and times as people read them."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream.scheduler.progress import ConsoleProgress, human_time
+
+from .conftest import Harness
+
+B = 1000
+
+
+def test_progress_records_describe_each_batch(harness: Any, tmp_path: Path) -> None:
+    h: Harness = harness()
+    h.ssc.checkpoint(str(tmp_path / "ckpt"))
+    indir = tmp_path / "in"
+    indir.mkdir()
+    for i, words in enumerate(["a b c", "a a"]):
+        (indir / f"{i}.txt").write_text(words.replace(" ", "\n") + "\n")
+        os.utime(indir / f"{i}.txt", ns=((i * B + 100) * 1_000_000,) * 2)
+    pairs = h.ssc.textFileStream(str(indir)).map(lambda w: (w, 1))
+    totals = pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)).setName("totals")
+    totals.checkpoint(1).foreachRDD(lambda rdd: rdd.count())
+    assert h.ssc.lastProgress is None
+    h.ssc.start()
+    h.run_batches(1)
+    h.ssc._checkpointer.wait_idle(60)
+    h.run_batches(1)
+    h.ssc._bus.wait_until_empty(60)
+    last = h.ssc.lastProgress
+    assert last is not None and json.loads(json.dumps(last)) == last  # JSON-serialisable
+    assert [p["batchId"] for p in h.ssc.recentProgress] == [1000, 2000]
+    assert last["batchTime"] == datetime.fromtimestamp(2).strftime("%Y-%m-%d %H:%M:%S.000")
+    assert last["timestamp"] == "1970-01-01T00:00:02.000Z"
+    assert last["numInputRows"] == 2 and last["inputRowsPerSecond"] == 2.0
+    assert last["durationMs"]["processing"] >= 0 and last["backlog"] == 0 and not last["failed"]
+    (source,) = last["sources"]
+    assert source["description"] == f"textFileStream[{indir}]"
+    assert source["numInputRows"] == 2 and source["files"] == [str(indir / "1.txt")]
+    (state,) = last["stateOperators"]
+    assert state["name"] == "totals" and state["operator"].startswith("updateStateByKey at ")
+    assert state["lastCheckpoint"] == human_time(1000)  # the checkpoint of the first interval
+    assert state["lineageDepth"] == 1  # one interval since that checkpoint
+    assert isinstance(state["memoryUsedBytes"], int) and state["memoryUsedBytes"] > 0
+    (output,) = last["outputs"]
+    assert output["name"].startswith("foreachRDD at test_progress.py:")
+    assert output["attempts"] == 1 and output["failure"] is None
+
+
+def test_the_console_line(harness: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    h: Harness = harness()
+    h.ssc.addStreamingListener(ConsoleProgress())
+    h.ssc.queueStream([[1, 2, 3]]).foreachRDD(lambda rdd: rdd.count())
+    h.ssc.start()
+    h.run_batches(1)
+    h.ssc._bus.wait_until_empty(60)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"[{human_time(1000)}]  3 rows  ")
+    assert " rows/s  processing " in line and " ms  delay " in line
