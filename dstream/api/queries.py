@@ -9,7 +9,8 @@ checkpoint its lineage reads, so the query can run as long as it likes — even 
 stream moves on and checkpoints — and always sees that one interval. The pin is released
 when the returned RDD is garbage-collected.
 
-The methods return ordinary PySpark RDDs and DataFrames::
+The methods return ordinary PySpark RDDs (with ``.interval``, the :class:`Time` of the interval
+they hold) and DataFrames::
 
     sessions.latest().count()                       # the newest completed interval
     counts.at("21:00:30").take(5)                   # a remembered past interval
@@ -156,6 +157,7 @@ class QueryOps(CommonOps[T]):
             pins = self._pin_lineage(time)
         view: RDD[T] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
         view.partitioner = rdd.partitioner
+        view.interval = time  # type: ignore[attr-defined]  # which interval a query read
         weakref.finalize(view, _unpin, pins)
         return view
 

@@ -51,7 +51,7 @@ def test_latest_at_snapshot_and_lookup_read_completed_intervals(harness: Any) ->
     assert totals.lookup("a") == [3] and totals.lookup("zzz") == []
     assert dict(window.snapshot().collect()) == {"a": 1, "c": 1, "b": 1}  # intervals 3 and 4
     assert dict(sessions.snapshot().collect()) == {"a": 3, "b": 2, "c": 1}  # none timed out yet
-    assert sorted(words.latest().collect()) == ["b"]
+    assert sorted(words.latest().collect()) == ["b"] and words.latest().interval == Time(4 * B)
     assert sorted(words.at(Time(2 * B)).collect()) == ["a"]
     assert sorted(words.at(2.5).collect()) == ["a", "c"]  # (2 s, 3 s]: the interval ending at 3 s
     with pytest.raises(ValueError, match=r"has not completed yet; the newest completed interval"):
