@@ -10,6 +10,7 @@ from typing import Any
 from pyspark import SparkContext
 
 from dstream import DStream, StreamingContext, StreamingListener
+from dstream.scheduler.progress import human_time
 from dstream.sparkconf import recommended_conf
 
 
@@ -67,7 +68,7 @@ class Progress(StreamingListener):
     def onBatchCompleted(self, batchCompleted: Any) -> None:
         info = batchCompleted.batchInfo()
         print(
-            f"    batch {info.batchTime().ms} ms: {info.numRecords()} records, "
+            f"    batch {human_time(info.batchTime())}: {info.numRecords()} records, "
             f"processing {info.processingDelay()} ms, total delay {info.totalDelay()} ms",
             flush=True,
         )

@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         counts = windowed_counts_columnar(ssc.textBatchStream(args.dir), args.window)
     else:
         counts = windowed_counts(source(ssc, args), args.window)
+    counts.setName(
+        "counts"
+    )  # the name the shell gives it: python -m dstream shell apps/wordcount.py
     counts.foreachRDD(print_top(args.top))
     return run(ssc, args)
 

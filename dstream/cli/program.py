@@ -46,6 +46,10 @@ class Program:
 
     def start(self, context: contextvars.Context | None = None) -> None:
         """Run the script on its own thread (in ``context``, e.g. one with a replay clock)."""
+        # Import PySpark and the engine here first: two threads importing pyspark at once can
+        # see its package half-initialised (pyspark.rdd is an alias it registers on import).
+        import dstream.context  # noqa: F401
+
         sys.argv = [str(self.path), *self.args]
         sys.path.insert(0, str(self.path.parent))
         run = (context or contextvars.copy_context()).run

@@ -60,6 +60,16 @@ def _banner(app: str, names: dict[str, Any]) -> str:
     )
 
 
+def _ipython() -> Any:
+    """IPython's entry point when it is installed (outside any except block: an error typed
+    at the console would otherwise be shown chained to the ImportError)."""
+    try:
+        from IPython import start_ipython
+    except ImportError:
+        return None
+    return start_ipython
+
+
 def run_shell(app: str, args: list[str]) -> int:
     program = Program(app, args)
     program.start()
@@ -67,9 +77,8 @@ def run_shell(app: str, args: list[str]) -> int:
     names = namespace(ssc)
     banner = _banner(program.path.name, names)
     try:
-        try:
-            from IPython import start_ipython
-        except ImportError:
+        start_ipython = _ipython()
+        if start_ipython is None:
             code.interact(banner=banner, local=names, exitmsg="stopping the program ...")
         else:
             print(banner)
