@@ -33,6 +33,9 @@ CONTEXT_EXTRAS = {
     "textBatchStream",
     "executor_monitor",
     "wait_for_batch",
+    "lastProgress",
+    "recentProgress",
+    "replay",
 }
 
 
