@@ -8,32 +8,29 @@ import contextvars
 import json
 
 from dstream.cli.program import Program
-from dstream.clock import ManualClock, SystemClock, programs_use
-from dstream.scheduler.replay import drive, parse_speed
-from dstream.timetext import parse_when
+from dstream.clock import programs_use
+from dstream.scheduler.replay import ReplayPlan
 
 __all__ = ["run_replay"]
 
 
 def run_replay(app: str, args: list[str], begin: str, end: str, speed: str) -> int:
-    factor = parse_speed(speed)
-    now = SystemClock().now()
-    start, stop = parse_when(begin, now, "--from"), parse_when(end, now, "--to")
-    if stop < start:
-        raise SystemExit(f"dstream replay: --to {stop} is before --from {start}")
-    clock = ManualClock(start)
-    with programs_use(clock):
+    try:
+        plan = ReplayPlan.of(begin, end, speed, ("--from", "--to"))
+    except ValueError as exc:
+        raise SystemExit(f"dstream replay: {exc}") from None
+    with programs_use(plan.clock):
         context = contextvars.copy_context()  # the program's thread sees the replay clock
     program = Program(app, args)
     program.start(context)
     ssc = program.wait_for_context()
-    if ssc._clock is not clock:
-        raise SystemExit(
-            f"dstream replay: {app} gives its StreamingContext a clock of its own; replay "
-            "needs to move the program's clock: create the StreamingContext without clock="
-        )
     try:
-        report = drive(ssc, clock, stop, factor)
+        plan.check(ssc)
+    except ValueError as exc:
+        ssc.stop(stopSparkContext=True)
+        raise SystemExit(f"dstream replay: {app}: {exc}") from None
+    try:
+        report = plan.drive(ssc)
     finally:
         ssc.stop(stopSparkContext=True, stopGraceFully=True)
         program.join(120)

@@ -30,7 +30,7 @@ from dstream.timetext import parse_when
 if TYPE_CHECKING:
     from dstream.context import StreamingContext
 
-__all__ = ["ReplayReport", "drive", "parse_speed", "replay"]
+__all__ = ["ReplayPlan", "ReplayReport", "drive", "parse_speed", "replay"]
 
 _SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*$")
 
@@ -100,26 +100,47 @@ def drive(
     return ReplayReport(first, last, (last.ms - first.ms) // batch.ms + 1, counter.records, seconds)
 
 
+@dataclass(frozen=True)
+class ReplayPlan:
+    """A replay's clock (at ``begin``), where it stops, and its speed factor (None: max)."""
+
+    clock: ManualClock
+    end: Time
+    speed: float | None
+
+    @classmethod
+    def of(cls, begin: object, end: object, speed: object, names: tuple[str, str]) -> ReplayPlan:
+        factor = parse_speed(speed)
+        now = SystemClock().now()
+        start, stop = parse_when(begin, now, names[0]), parse_when(end, now, names[1])
+        if stop < start:
+            raise ValueError(
+                f"replay {names[1]} {stop} is before its {names[0]} {start}; give the earlier first"
+            )
+        return cls(ManualClock(start), stop, factor)
+
+    def check(self, ssc: StreamingContext) -> None:
+        if ssc._clock is not self.clock:
+            raise ValueError(
+                "the replayed program set a clock of its own (clock=...); replay moves the "
+                "program's clock itself: create the StreamingContext without one"
+            )
+
+    def drive(self, ssc: StreamingContext) -> ReplayReport:
+        return drive(ssc, self.clock, self.end, self.speed)
+
+
 def replay(
     setup: Callable[[], StreamingContext], begin: object, end: object, speed: object = "max"
 ) -> ReplayReport:
     """Run the program ``setup()`` defines over the intervals from ``begin`` to ``end`` (see
     the module docstring), then stop it gracefully."""
-    factor = parse_speed(speed)
-    now = SystemClock().now()
-    start, stop = parse_when(begin, now, "replay begin"), parse_when(end, now, "replay end")
-    if stop < start:
-        raise ValueError(f"replay end {stop} is before its begin {start}; give the earlier first")
-    clock = ManualClock(start)
-    with programs_use(clock):
+    plan = ReplayPlan.of(begin, end, speed, ("begin", "end"))
+    with programs_use(plan.clock):
         ssc = setup()
-    if ssc._clock is not clock:
-        raise ValueError(
-            "the program given to replay() set a clock of its own (clock=...); replay moves "
-            "the program's clock itself: create the StreamingContext without one"
-        )
+    plan.check(ssc)
     ssc.start()
     try:
-        return drive(ssc, clock, stop, factor)
+        return plan.drive(ssc)
     finally:
         ssc.stop(stopSparkContext=False, stopGraceFully=True)
