@@ -56,7 +56,10 @@ from traffic.queries import RouteTime, SlowLink, route_time, slowest
 from dstream import DStream, Duration, StreamingContext, Time
 from dstream.time import to_duration
 
-cloudpickle.register_pickle_by_value(traffic)  # executors get the model by value
+# Executors get the model and this program's functions by value (neither is installed).
+cloudpickle.register_pickle_by_value(traffic)
+if __name__ != "__main__":
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 __all__ = [
     "LatestEstimates",
@@ -338,7 +341,9 @@ class App:
         )
 
     def stop(self) -> None:
-        self.ssc.stop(stopSparkContext=True, stopGraceFully=True)
+        # Not gracefully: when the EM is behind (it is CPU-bound), draining the intervals
+        # already generated would take long; saveAsTextFiles commits whole intervals only.
+        self.ssc.stop(stopSparkContext=True, stopGraceFully=False)
 
 
 def settings_from(args: argparse.Namespace) -> EMSettings:
@@ -393,35 +398,36 @@ def launch(argv: list[str] | None = None) -> App:
     ssc = StreamingContext(sc, args.batch)
     batch_ms = ssc.batch_duration.ms
     start_tod = _clock(args.start) if args.start else traffic_config.start_ms + settings.window_ms
-    # Stream time T is the time of day T + offset: the first interval (the one after start()
-    # ends, at the next multiple of the batch) is the data's interval ending at start_tod.
-    first = (int(time.time() * 1000) // batch_ms + 1) * batch_ms
-    offset = start_tod - first
+    # The replay starts a window before start_tod, so that the first estimates there have
+    # a full window behind them. Stream time T is the time of day T + offset: the first
+    # interval (the one ending at the next multiple of the batch after start()) is the
+    # data's first interval.
     today = read_observations(os.path.join(args.data, "today.txt"))
-    batches = [
-        [o.format() for o in obs]
+    replay = [
+        (t, [o.format() for o in obs])
         for t, obs in intervals(today, batch_ms)
         if t > start_tod - settings.window_ms
     ]
-    # The replay starts a window early, so the first estimated interval has a full window.
-    lines = ssc.queueStream([sc.parallelize(b, 2) for b in batches], default=[])
+    if not replay:
+        raise SystemExit(f"{args.data}/today.txt has no observation after --start {args.start}")
+    first = (int(time.time() * 1000) // batch_ms + 1) * batch_ms
+    offset = replay[0][0] - first
+    lines = ssc.queueStream([batch for _, batch in replay], default=[])
     history = None
     if settings.history_days > 0:
         history = load_history(sc, os.path.join(args.data, "history"), settings.history_days)
-    estimates = estimates_stream(
-        ssc, lines, priors, settings, history, offset - settings.window_ms, args.partitions
-    )
+    estimates = estimates_stream(ssc, lines, priors, settings, history, offset, args.partitions)
     output = args.output or tempfile.mkdtemp(prefix="traffic-estimates-")
     estimates.map(format_estimate).saveAsTextFiles(os.path.join(output, "estimates"))
     latest = LatestEstimates(estimates)
     if not args.quiet:
-        estimates.foreachRDD(_summary(city))
+        estimates.foreachRDD(_summary(city, offset))
     print(f"estimates every {args.batch} to {output}", flush=True)
     ssc.start()
     return App(ssc, city, priors, latest)
 
 
-def _summary(city: City) -> Callable[[Time, RDD[tuple[int, Params]]], None]:
+def _summary(city: City, offset_ms: int) -> Callable[[Time, RDD[tuple[int, Params]]], None]:
     corridor = city.corridor.tolist()
     length = city.length_m.tolist()
 
@@ -436,8 +442,10 @@ def _summary(city: City) -> Callable[[Time, RDD[tuple[int, Params]]], None]:
         corridors = f"{total[1] / total[0]:.0f}" if total[0] else "-"
         others = f"{total[3] / total[2]:.0f}" if total[2] else "-"
         worst = ", ".join(f"link {s.link} {s.speed_kmh:.0f} km/h" for s in slow)
+        tod = (t.ms + offset_ms) // 1000
+        clock = f"{tod // 3600:02d}:{tod // 60 % 60:02d}:{tod % 60:02d}"
         print(
-            f"[{t.strftime('%H:%M:%S')}] {total[0] + total[2]} links estimated; mean speed "
+            f"[{clock}] {total[0] + total[2]} links estimated; mean speed "
             f"on corridors {corridors} km/h, elsewhere {others} km/h; slowest: {worst}",
             flush=True,
         )

@@ -10,9 +10,13 @@ runs ``iterations`` EM iterations over
   age weight (real-time data alone is too sparse: it overfits, the paper's Sec. 6.3.2);
 
 starting from the previous interval's estimates (warm start). The Mobile Millennium
-streaming code used the same shape: a 120 s window with a 60 s half-life, ten past days
-weighted 0.9 per day, smoothing strength 3. A link no observation of the interval covers
-keeps its previous estimate; a link never covered has its prior.
+streaming code used the same shape (a 120 s window with a 60 s half-life, past days weighted
+0.9 per day: the defaults here, ``history_weight * day_decay ** (d - 1) = 0.9 ** d``). Its
+smoothing strength was 3 pseudo-observations; ours defaults to 1, because with sparse data
+(about one observation per link in a 2-minute window) 3 pseudo-observations at the speed
+limit outweighed the data and made the estimates lag a rush hour by minutes (measured with
+``bench/traffic.py``). A link no observation of the interval covers keeps its previous
+estimate; a link never covered has its prior.
 
 One EM iteration: the E-step of every weighted observation (:mod:`traffic.estep`, seeded
 by the observation, the interval and the iteration), exact sums of the statistics per link,
@@ -62,10 +66,10 @@ class EMSettings:
     half_life_ms: int = 60_000
     history_days: int = 10
     day_decay: float = 0.9
-    history_weight: float = 0.25
-    prior_strength: float = 3.0
+    history_weight: float = 0.9
+    prior_strength: float = 1.0
     prior_shape: float = 3.0
-    prior_delay: float = 1.25
+    prior_delay: float = 1.0
     min_shape: float = 1.0
     max_shape: float = 1000.0
 
@@ -186,11 +190,15 @@ class OnlineEM:
         weighted = [(o, observation_weight(o, now_ms, s)) for o in (*live, *past)]
         return [(o, w) for o, w in weighted if w > 0]
 
-    def step(self, now_ms: int, arrivals: Sequence[Observation]) -> dict[int, Params]:
-        """One interval: take its new observations, run EM, return the links it updated."""
+    def slide(self, now_ms: int, arrivals: Sequence[Observation]) -> None:
+        """Move the live window to the interval ending at ``now_ms`` (no EM)."""
         self.live.append((now_ms, list(arrivals)))
         while self.live and self.live[0][0] <= now_ms - self.settings.window_ms:
             self.live.popleft()
+
+    def step(self, now_ms: int, arrivals: Sequence[Observation]) -> dict[int, Params]:
+        """One interval: take its new observations, run EM, return the links it updated."""
+        self.slide(now_ms, arrivals)
         fits = em_interval(self.window_data(now_ms), self.state, now_ms, self.priors, self.settings)
         self.state.update(fits)
         return fits

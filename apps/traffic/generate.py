@@ -41,6 +41,7 @@ __all__ = [
     "Traversal",
     "intervals",
     "load_city",
+    "read_held_out",
     "read_observations",
     "simulate_day",
     "write_dataset",

@@ -4,7 +4,7 @@ The E-step's samples of a link's travel time ``x`` enter only through three sums
 weight ``W``, ``sum w x`` and ``sum w log x``. The prior is a Gamma(k0, theta0) whose mean
 comes from the link's speed limit, counted as ``strength`` pseudo-observations (its
 sufficient statistics: mean ``k0 theta0``, mean log ``digamma(k0) + log theta0``), as the
-Mobile Millennium code did (``GammaLearn.mle2``, smoothing strength 3). With
+Mobile Millennium code did (``GammaLearn.mle2``). With
 
     mean = (sum w x + strength k0 theta0) / (W + strength)
     s    = log(mean) - (sum w log x + strength (digamma(k0) + log theta0)) / (W + strength)

@@ -1,0 +1,101 @@
+"""The traffic-estimation program on Spark gives the pure-Python estimator's estimates,
+exactly: the same E-step seeds, the same exact sums, interval after interval (warm start,
+sliding window and history included); and the batch baseline likewise."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream.testing.streams import BatchCollector
+
+from .conftest import Harness
+
+APPS = Path(__file__).resolve().parents[2] / "apps"
+sys.path.insert(0, str(APPS))
+
+import traffic_em  # noqa: E402
+from traffic.em import EMSettings, OnlineEM, Priors, batch_em  # noqa: E402
+from traffic.estep import SamplerSettings  # noqa: E402
+from traffic.generate import (  # noqa: E402
+    TrafficConfig,
+    intervals,
+    load_city,
+    read_observations,
+    write_dataset,
+)
+from traffic.network import CityConfig  # noqa: E402
+
+H = 3_600_000
+MIN = 60_000
+BATCH = 10_000
+
+SETTINGS = EMSettings(
+    sampler=SamplerSettings(samples=20, chains=10, burn_in=2),
+    iterations=2,
+    window_ms=30_000,
+    half_life_ms=15_000,
+    history_days=2,
+    history_weight=0.5,
+)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: Any) -> str:
+    out = tmp_path_factory.mktemp("traffic")
+    traffic = TrafficConfig(start_ms=6 * H, end_ms=6 * H + 15 * MIN, trips_per_min=60)
+    write_dataset(str(out), CityConfig(size=5), traffic, days=2)
+    return str(out)
+
+
+def test_streaming_estimates_equal_the_pure_python_online_em(harness: Any, dataset: str) -> None:
+    city, _ = load_city(dataset)
+    today = read_observations(os.path.join(dataset, "today.txt"))
+    groups = [(t, obs) for t, obs in intervals(today, BATCH) if t > 6 * H + 5 * MIN][:4]
+    h: Harness = harness(batch_ms=BATCH, start_ms=groups[0][0] - BATCH)
+    lines = h.ssc.queueStream([[o.format() for o in obs] for _, obs in groups], default=[])
+    history = traffic_em.load_history(
+        h.ssc.sparkContext, os.path.join(dataset, "history"), SETTINGS.history_days
+    )
+    estimates = traffic_em.estimates_stream(
+        h.ssc, lines, Priors(city, SETTINGS), SETTINGS, history, partitions=3
+    )
+    got = BatchCollector(estimates)
+    h.ssc.start()
+    h.run_batches(len(groups))
+
+    past = [
+        o
+        for d in range(1, SETTINGS.history_days + 1)
+        for o in read_observations(os.path.join(dataset, "history", f"day-{d:02d}.txt"))
+    ]
+    reference = OnlineEM(city, SETTINGS, past)
+    for (t, arrivals), batch in zip(groups, got.in_order(), strict=True):
+        reference.step(t, arrivals)
+        assert reference.window_data(t), "every interval has data to estimate from"
+        assert dict(batch) == reference.state  # bit for bit
+    assert len(reference.state) > 20
+
+
+def test_the_batch_baseline_on_spark_equals_the_pure_python_one(sc: Any, dataset: str) -> None:
+    city, _ = load_city(dataset)
+    now = 6 * H + 12 * MIN
+    lines = sc.textFile(os.path.join(dataset, "today.txt"))
+    fits = traffic_em.batch_estimates(
+        sc,
+        lines,
+        now,
+        Priors(city, SETTINGS),
+        SETTINGS,
+        window_ms=5 * MIN,
+        iterations=2,
+        partitions=3,
+    )
+    today = read_observations(os.path.join(dataset, "today.txt"))
+    expected = batch_em(today, now, city, SETTINGS, window_ms=5 * MIN, iterations=2)
+    assert dict(fits.collect()) == expected
+    assert len(expected) > 20
