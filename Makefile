@@ -26,9 +26,10 @@ minicluster: setup
 run: shim
 	$(PY) apps/wordcount.py --source rate --rate 2000 --seconds 20
 
-# A synthetic city (3024 links, 10 past days) generated once, then a minute of online EM.
+# A synthetic city (3024 links, 10 past days) generated once, then a minute of online EM,
+# lighter than the paper's settings (300 samples, 2 iterations) so that 2 cores keep up.
 TRAFFIC_DATA ?= /tmp/dstream-traffic-data
-TRAFFIC_ARGS ?= --seconds 60
+TRAFFIC_ARGS ?= --seconds 60 --samples 100 --chains 20 --iterations 1
 
 $(TRAFFIC_DATA)/city.json: | setup
 	PYTHONPATH=apps $(PY) -m traffic.generate --out $(TRAFFIC_DATA)

@@ -25,6 +25,8 @@ minutes of its window.
     python apps/traffic_em.py --data /tmp/traffic-data --seconds 60
     python apps/traffic_em.py --data DIR --batch-em 07:45     # the batch baseline, once
 
+(the command line is in ``apps/traffic_cli.py``; this module is the program).
+
 RDD records are strings and tuples only (observations travel as their text lines), so
 executors need numpy but not the ``traffic`` package on their path: its functions are
 shipped by value.
@@ -32,14 +34,10 @@ shipped by value.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -47,14 +45,12 @@ import traffic
 from pyspark import RDD, SparkContext, StorageLevel, cloudpickle
 from traffic.em import EMSettings, Params, Priors
 from traffic.estep import SamplerSettings, Stats, add_stats, link_statistics
-from traffic.generate import intervals, load_city, read_observations
 from traffic.mstep import fit_gamma
 from traffic.network import City
 from traffic.observations import Observation
 from traffic.queries import RouteTime, SlowLink, route_time, slowest
 
 from dstream import DStream, Duration, StreamingContext, Time
-from dstream.time import to_duration
 
 # Executors get the model and this program's functions by value (neither is installed).
 cloudpickle.register_pickle_by_value(traffic)
@@ -321,197 +317,7 @@ class LatestEstimates:
             return self._rdd
 
 
-# ---- the command line ---------------------------------------------------------------------------
-@dataclass
-class App:
-    """A running program: its context, city, priors, and the latest estimates."""
-
-    ssc: StreamingContext
-    city: City
-    priors: Priors
-    latest: LatestEstimates
-
-    def slowest(self, n: int = 10) -> list[SlowLink]:
-        return slowest_links(self.latest.rdd(), self.city, n)
-
-    def route(self, origin: int, destination: int) -> RouteTime:
-        """Travel time now between two intersections, on the drivers' usual route."""
-        return route_travel_time(
-            self.latest.rdd(), self.city, self.city.route(origin, destination), self.priors
-        )
-
-    def stop(self) -> None:
-        # Not gracefully: when the EM is behind (it is CPU-bound), draining the intervals
-        # already generated would take long; saveAsTextFiles commits whole intervals only.
-        self.ssc.stop(stopSparkContext=True, stopGraceFully=False)
-
-
-def settings_from(args: argparse.Namespace) -> EMSettings:
-    return EMSettings(
-        sampler=SamplerSettings(samples=args.samples, chains=args.chains, burn_in=args.burn_in),
-        iterations=args.iterations,
-        window_ms=_ms(args.window),
-        half_life_ms=_ms(args.window) // 2,
-        history_days=args.history_days,
-    )
-
-
-def _ms(text: str) -> int:
-    return to_duration(text, "--window").ms
-
-
-def _clock(text: str) -> int:
-    hours, sep, minutes = text.partition(":")
-    if not sep or not hours.isdigit() or not minutes.isdigit():
-        raise SystemExit(f"time of day {text!r} is not HH:MM, e.g. 07:30")
-    return (int(hours) * 60 + int(minutes)) * MINUTE_MS
-
-
-def parser() -> argparse.ArgumentParser:
-    from _cli import parser as base
-
-    p = base(__doc__ or "")
-    p.set_defaults(batch="5s", seconds=60.0, window="120s")
-    p.add_argument("--data", required=True, help="a dataset from traffic.generate")
-    p.add_argument("--output", help="where estimates-<ms> directories go (default: a temp dir)")
-    p.add_argument("--start", help="time of day of the first interval (HH:MM; default: data start)")
-    p.add_argument("--samples", type=int, default=300, help="E-step samples per observation")
-    p.add_argument("--chains", type=int, default=30)
-    p.add_argument("--burn-in", type=int, default=5)
-    p.add_argument("--iterations", type=int, default=2, help="EM iterations per interval")
-    p.add_argument("--history-days", type=int, default=10)
-    p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--batch-em", metavar="HH:MM", help="run the batch baseline once, ending then")
-    return p
-
-
-def launch(argv: list[str] | None = None) -> App:
-    """Start the streaming program in the background (``python -i`` or a notebook):
-    ``app = launch([...]); app.slowest(5); app.route(0, 783); app.stop()``."""
-    from _cli import spark
-
-    args = parser().parse_args(argv)
-    settings = settings_from(args)
-    city, traffic_config = load_city(args.data)
-    priors = Priors(city, settings)
-    sc = spark(args, "dstream-traffic")
-    ssc = StreamingContext(sc, args.batch)
-    batch_ms = ssc.batch_duration.ms
-    start_tod = _clock(args.start) if args.start else traffic_config.start_ms + settings.window_ms
-    # The replay starts a window before start_tod, so that the first estimates there have
-    # a full window behind them. Stream time T is the time of day T + offset: the first
-    # interval (the one ending at the next multiple of the batch after start()) is the
-    # data's first interval.
-    today = read_observations(os.path.join(args.data, "today.txt"))
-    replay = [
-        (t, [o.format() for o in obs])
-        for t, obs in intervals(today, batch_ms)
-        if t > start_tod - settings.window_ms
-    ]
-    if not replay:
-        raise SystemExit(f"{args.data}/today.txt has no observation after --start {args.start}")
-    first = (int(time.time() * 1000) // batch_ms + 1) * batch_ms
-    offset = replay[0][0] - first
-    lines = ssc.queueStream([batch for _, batch in replay], default=[])
-    history = None
-    if settings.history_days > 0:
-        history = load_history(sc, os.path.join(args.data, "history"), settings.history_days)
-    estimates = estimates_stream(ssc, lines, priors, settings, history, offset, args.partitions)
-    output = args.output or tempfile.mkdtemp(prefix="traffic-estimates-")
-    estimates.map(format_estimate).saveAsTextFiles(os.path.join(output, "estimates"))
-    latest = LatestEstimates(estimates)
-    if not args.quiet:
-        estimates.foreachRDD(_summary(city, offset))
-    print(f"estimates every {args.batch} to {output}", flush=True)
-    ssc.start()
-    return App(ssc, city, priors, latest)
-
-
-def _summary(city: City, offset_ms: int) -> Callable[[Time, RDD[tuple[int, Params]]], None]:
-    corridor = city.corridor.tolist()
-    length = city.length_m.tolist()
-
-    def show(t: Time, rdd: RDD[tuple[int, Params]]) -> None:
-        def speeds(kv: tuple[int, Params]) -> tuple[int, float, int, float]:
-            link, (k, theta) = kv
-            v = 3.6 * length[link] / (k * theta)
-            return (1, v, 0, 0.0) if corridor[link] else (0, 0.0, 1, v)
-
-        total = rdd.map(speeds).fold((0, 0.0, 0, 0.0), _add4)
-        slow = slowest_links(rdd, city, 3)
-        corridors = f"{total[1] / total[0]:.0f}" if total[0] else "-"
-        others = f"{total[3] / total[2]:.0f}" if total[2] else "-"
-        worst = ", ".join(f"link {s.link} {s.speed_kmh:.0f} km/h" for s in slow)
-        tod = (t.ms + offset_ms) // 1000
-        clock = f"{tod // 3600:02d}:{tod // 60 % 60:02d}:{tod % 60:02d}"
-        print(
-            f"[{clock}] {total[0] + total[2]} links estimated; mean speed "
-            f"on corridors {corridors} km/h, elsewhere {others} km/h; slowest: {worst}",
-            flush=True,
-        )
-
-    return show
-
-
-def _add4(
-    a: tuple[int, float, int, float], b: tuple[int, float, int, float]
-) -> tuple[int, float, int, float]:
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.batch_em:
-        return run_batch(args)
-    app = launch(argv)
-    try:
-        app.ssc.awaitTerminationOrTimeout(args.seconds)
-        if app.latest.time is not None:
-            print("slowest links now:", flush=True)
-            for s in app.slowest(5):
-                print(
-                    f"    link {s.link}: {s.speed_kmh:.1f} km/h (limit {s.limit_kmh:.0f}), "
-                    f"mean {s.mean_s:.1f} s",
-                    flush=True,
-                )
-            trip = app.route(0, app.city.n_nodes - 1)
-            print(
-                f"corner to corner ({trip.links} links): {trip.mean_s / 60:.1f} min "
-                f"+- {trip.sd_s / 60:.1f}",
-                flush=True,
-            )
-    finally:
-        app.stop()
-    print("stopped cleanly", flush=True)
-    return 0
-
-
-def run_batch(args: argparse.Namespace) -> int:
-    from _cli import spark
-
-    settings = settings_from(args)
-    city, _ = load_city(args.data)
-    priors = Priors(city, settings)
-    sc = spark(args, "dstream-traffic-batch")
-    try:
-        began = time.monotonic()
-        now = _clock(args.batch_em)
-        lines = sc.textFile(os.path.join(args.data, "today.txt"))
-        fits = batch_estimates(sc, lines, now, priors, settings, partitions=args.partitions)
-        result = dict(fits.collect())
-        print(
-            f"batch EM over the 30 minutes to {args.batch_em}: {len(result)} links estimated "
-            f"in {time.monotonic() - began:.1f} s",
-            flush=True,
-        )
-        for s in slowest(result.items(), city.length_m.tolist(), city.speed_limit_mps.tolist(), 5):
-            print(
-                f"    link {s.link}: {s.speed_kmh:.1f} km/h (limit {s.limit_kmh:.0f})", flush=True
-            )
-    finally:
-        sc.stop()
-    return 0
-
-
 if __name__ == "__main__":
+    from traffic_cli import main
+
     sys.exit(main())

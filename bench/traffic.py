@@ -34,174 +34,20 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# apps/ first: this script's own name would otherwise shadow the ``traffic`` package.
 sys.path.insert(0, str(ROOT / "apps"))
 RESULTS = ROOT / "bench" / "results"
 
-from traffic.em import EMSettings, OnlineEM, Priors, batch_em  # noqa: E402
-from traffic.estep import SamplerSettings  # noqa: E402
-from traffic.generate import TrafficConfig, intervals, simulate_day, write_dataset  # noqa: E402
-from traffic.metrics import heldout_loglik, l1_error, parameter_arrays  # noqa: E402
-from traffic.network import City, CityConfig  # noqa: E402
-
-MIN = 60_000
-
-
-def _tod(text: str) -> int:
-    h, m = text.split(":")
-    return (int(h) * 60 + int(m)) * MIN
-
-
-def _hhmm(ms: float) -> str:
-    s = int(ms // 1000)
-    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
-
-
-# ---- accuracy and timeliness (plain Python) ----------------------------------------------------
-def accuracy(args: argparse.Namespace) -> dict[str, Any]:
-    began = time.process_time()
-    city = City.build(CityConfig(size=args.size))
-    traffic = TrafficConfig(
-        start_ms=_tod(args.start), end_ms=_tod(args.end), trips_per_min=args.trips_per_min
-    )
-    days = [simulate_day(city, traffic, d) for d in range(args.days + 1)]
-    today, past = days[0], [o for d in days[1:] for o in d.observations]
-    eval_from, end = _tod(args.eval_from), traffic.end_ms
-    seen = np.zeros(city.n_links)
-    for o in today.observations:
-        if eval_from < o.t_end_ms <= end:
-            for link, _ in o.terms():
-                seen[link] += 1
-    observed = seen >= 5
-    corridor = city.corridor & observed
-    sampler = SamplerSettings(samples=args.samples, chains=args.chains, burn_in=args.burn_in)
-    base = EMSettings(
-        sampler=sampler,
-        iterations=args.iterations,
-        window_ms=args.window_s * 1000,
-        half_life_ms=args.window_s * 500,
-        history_days=args.days,
-        history_weight=args.history_weight,
-        prior_strength=args.prior_strength,
-    )
-    variants = {
-        "online + history": base,
-        "online, no history": EMSettings(**{**base.__dict__, "history_days": 0}),
-    }
-    held_by_minute: dict[int, list[Any]] = {}
-    for h in today.held_out:
-        held_by_minute.setdefault(-(-h.enter_ms // MIN) * MIN, []).append(h)
-    evals = list(range(eval_from, end + 1, MIN))
-    out: dict[str, Any] = {"truth": _series(city, city.truth_mean_s, corridor, traffic, args)}
-    priors = Priors(city, base)
-
-    def score(state: dict[int, Any], t: int) -> tuple[float, float, float, list[Any]]:
-        k, theta = parameter_arrays(state, priors)
-        mean = k * theta
-        held = held_by_minute.get(t, [])
-        return (
-            l1_error(mean, city.truth_mean_s(t), observed),
-            l1_error(mean, city.truth_mean_s(t)),
-            float(mean[corridor].mean()),
-            held,
-        )
-
-    for name, settings in variants.items():
-        em = OnlineEM(city, settings, past)
-        record: dict[str, Any] = {"t": [], "corridor": [], "l1": [], "l1_all": [], "ll": []}
-        lls: list[float] = []
-        for t, arrivals in intervals(today.observations, args.batch_ms):
-            if t > end:
-                break
-            em.step(t, arrivals)
-            k, theta = parameter_arrays(em.state, em.priors)
-            record["t"].append(t)
-            record["corridor"].append(float((k * theta)[corridor].mean()))
-            if t in evals:
-                l1, l1_all, _, held = score(em.state, t)
-                record["l1"].append(l1)
-                record["l1_all"].append(l1_all)
-                if held:
-                    lls.extend([heldout_loglik(k, theta, held)] * len(held))
-        record["ll"] = float(np.mean(lls)) if lls else float("nan")
-        out[name] = record
-    # Batch: every 30 minutes, EM from the priors over the 30 minutes before.
-    record = {"t": [], "corridor": [], "l1": [], "l1_all": [], "ll": []}
-    lls = []
-    state: dict[int, Any] = {}
-    for t in evals:
-        if t % (30 * MIN) == 0:
-            state = batch_em(today.observations, t, city, base, iterations=args.batch_iterations)
-        k, theta = parameter_arrays(state, priors)
-        l1, l1_all, corr, held = score(state, t)
-        record["t"].append(t)
-        record["corridor"].append(corr)
-        record["l1"].append(l1)
-        record["l1_all"].append(l1_all)
-        if held:
-            lls.extend([heldout_loglik(k, theta, held)] * len(held))
-    record["ll"] = float(np.mean(lls)) if lls else float("nan")
-    out["batch 30 min"] = record
-    k0, t0 = parameter_arrays({}, priors)
-    out["prior"] = {
-        "l1": [l1_error(k0 * t0, city.truth_mean_s(t), observed) for t in evals],
-        "ll": float(
-            np.mean(
-                [
-                    heldout_loglik(k0, t0, held_by_minute.get(t, []))
-                    for t in evals
-                    if held_by_minute.get(t)
-                ]
-            )
-        ),
-    }
-    out["setup"] = {
-        **vars(args),
-        "links": city.n_links,
-        "observed_links": int(observed.sum()),
-        "corridor_links": int(corridor.sum()),
-        "today_observations": len(today.observations),
-        "rush_onset_today": _hhmm(city.config.rush_onset_ms + city.day_variation(0)[0]),
-        "cpu_s": round(time.process_time() - began, 1),
-    }
-    out["timeliness"] = timeliness(out, city, traffic, corridor)
-    return out
-
-
-def _series(
-    city: City, truth: Any, corridor: np.ndarray, traffic: TrafficConfig, args: argparse.Namespace
-) -> dict[str, list[float]]:
-    ts = list(range(_tod(args.eval_from), traffic.end_ms + 1, args.batch_ms))
-    return {"t": ts, "corridor": [float(truth(t)[corridor].mean()) for t in ts]}
-
-
-def timeliness(
-    out: dict[str, Any], city: City, traffic: TrafficConfig, corridor: np.ndarray
-) -> dict[str, Any]:
-    onset = city.config.rush_onset_ms + city.day_variation(0)[0]
-    pre = float(city.truth_mean_s(onset - MIN)[corridor].mean())
-    peak = float(city.truth_mean_s(onset + city.config.rush_ramp_ms + MIN)[corridor].mean())
-    half = (pre + peak) / 2
-
-    def first_above(ts: list[int], values: list[float]) -> int | None:
-        return next((t for t, v in zip(ts, values, strict=True) if t >= onset and v >= half), None)
-
-    truth_t = first_above(out["truth"]["t"], out["truth"]["corridor"])
-    result: dict[str, Any] = {
-        "onset": _hhmm(onset),
-        "truth_half": _hhmm(truth_t or 0),
-        "half_level_s": half,
-    }
-    for name in ("online + history", "online, no history", "batch 30 min"):
-        t = first_above(out[name]["t"], out[name]["corridor"])
-        result[name] = None if t is None or truth_t is None else (t - truth_t) / MIN
-    return result
+from traffic.em import EMSettings  # noqa: E402
+from traffic.generate import TrafficConfig, write_dataset  # noqa: E402
+from traffic.network import CityConfig  # noqa: E402
+from traffic_accuracy import VARIANTS, accuracy, plot  # noqa: E402
 
 
 # ---- Spark runs ------------------------------------------------------------------------------
@@ -244,7 +90,7 @@ def _spark_argv(
         "--data", data, "--executors", str(executors), "--samples", str(samples),
         "--chains", str(min(args.chains, samples)), "--intervals", str(args.intervals),
         "--history-days", str(args.days), "--iterations", str(args.iterations),
-        "--window-ms", str(args.window_s * 1000), "--batch-ms", str(args.batch_ms),
+        "--window-ms", str(args.window_s * 1000), "--batch-ms", str(args.spark_batch_ms),
         "--partitions", str(args.partitions), "--runs", runs,
     ]  # fmt: skip
 
@@ -262,7 +108,7 @@ def _throughput(
         "processing_ms": proc,
         "estepped_per_interval": estepped,
         "estep_obs_per_s": estepped * args.iterations / (proc / 1000),
-        "arrivals_per_s_at_5s": arrivals / (args.batch_ms / 1000) * (args.batch_ms / proc),
+        "arrivals_per_s_at_5s": arrivals / (proc / 1000),
     }
 
 
@@ -285,89 +131,59 @@ def recovery(args: argparse.Namespace) -> dict[str, Any]:
 
 # ---- report -----------------------------------------------------------------------------------
 def report(results: dict[str, Any]) -> str:
-    lines = []
+    """The results as markdown tables."""
+    lines: list[str] = []
     acc = results.get("accuracy")
     if acc:
         s = acc["setup"]
         lines += [
-            f"Accuracy ({s['links']} links, {s['observed_links']} observed; {s['days']} past days; "
-            f"{s['batch_ms'] // 1000} s intervals; {s['samples']} samples):",
+            f"Accuracy: {s['links']} links ({s['observed_links']} observed), {s['days']} past "
+            f"days, {s['batch_ms'] // 1000} s intervals, {s['samples']} samples, "
+            f"{s['iterations']} EM iteration(s) per interval",
             "",
-            "| | L1 error, observed links (s) | L1 error, all links (s) | held-out log-likelihood |",
+            "| | L1 error, observed links (s) | L1 error, all links (s) | held-out log-lik. |",
             "| --- | --- | --- | --- |",
         ]
-        for name in ("online + history", "online, no history", "batch 30 min"):
+        for name in (*VARIANTS, "prior"):
             r = acc[name]
+            label = "speed-limit prior only" if name == "prior" else name
             lines.append(
-                f"| {name} | {np.mean(r['l1']):.2f} | {np.mean(r['l1_all']):.2f} | {r['ll']:.3f} |"
+                f"| {label} | {np.mean(r['l1']):.2f} | {np.mean(r['l1_all']):.2f} | {r['ll']:.3f} |"
             )
-        lines.append(
-            f"| speed-limit prior only | {np.mean(acc['prior']['l1']):.2f} | | {acc['prior']['ll']:.3f} |"
-        )
         tl = acc["timeliness"]
         lines += [
             "",
-            f"Timeliness (rush hour today from {tl['onset']}; the truth's corridor mean is halfway at "
-            f"{tl['truth_half']}): minutes after the truth until the estimate is halfway:",
+            f"Timeliness: rush hour from {tl['onset']}, the truth halfway at {tl['truth_half']};"
+            " minutes until each estimate is halfway:",
             "",
-            "| online + history | online, no history | batch 30 min |",
+            "| " + " | ".join(VARIANTS) + " |",
             "| --- | --- | --- |",
-            "| "
-            + " | ".join(
-                _minutes(tl[n]) for n in ("online + history", "online, no history", "batch 30 min")
-            )
-            + " |",
+            "| " + " | ".join(_minutes(tl[n]) for n in VARIANTS) + " |",
         ]
-    for row in results.get("scaling", []):
-        if row is results["scaling"][0]:
-            lines += [
-                "",
-                "| executors | samples | processing (ms) | E-steps/s | arrivals/s at 5 s |",
-                "| --- | --- | --- | --- | --- |",
-            ]
-        lines.append(
-            f"| {row['executors']} | {row['samples']} | {row['processing_ms']:.0f} | "
-            f"{row['estep_obs_per_s']:.0f} | {row['arrivals_per_s_at_5s']:.1f} |"
-        )
+    if results.get("scaling"):
+        lines += [
+            "",
+            "| executors | samples | processing (ms) | E-steps/s | arrivals/s at 5 s |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for row in results["scaling"]:
+            lines.append(
+                f"| {row['executors']} | {row['samples']} | {row['processing_ms']:.0f} | "
+                f"{row['estep_obs_per_s']:.0f} | {row['arrivals_per_s_at_5s']:.1f} |"
+            )
     rec = results.get("recovery")
     if rec:
         lines += [
             "",
-            f"Recovery: executor {rec['killed']} killed in interval {rec['kill_at']}; estimates equal to the run without failure: {rec['equal']} ({rec['intervals']} intervals)",
+            f"Recovery: executor {rec['killed']} killed in interval {rec['kill_at']}; "
+            f"estimates equal to the run without failure: {rec['equal']} "
+            f"({rec['intervals']} intervals)",
         ]
     return "\n".join(lines)
 
 
 def _minutes(value: float | None) -> str:
     return "never" if value is None else f"{value:.1f}"
-
-
-def plot(acc: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for name, style in (
-        ("truth", "k-"),
-        ("online + history", "C0-"),
-        ("online, no history", "C1-"),
-        ("batch 30 min", "C2-"),
-    ):
-        r = acc[name]
-        ax.plot(
-            [t / 3_600_000 for t in r["t"]],
-            r["corridor"],
-            style,
-            label=name,
-            drawstyle="steps-post" if "batch" in name else "default",
-        )
-    ax.set_xlabel("time of day (h)")
-    ax.set_ylabel("mean travel time, corridor links (s)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start", default="07:00")
     p.add_argument("--eval-from", default="07:15")
     p.add_argument("--end", default="08:45")
-    p.add_argument("--batch-ms", type=int, default=5000)
+    p.add_argument("--batch-ms", type=int, default=5000, help="interval of the accuracy runs")
+    p.add_argument("--spark-batch-ms", type=int, default=5000, help="interval of the Spark runs")
     p.add_argument("--window-s", type=int, default=120)
     p.add_argument("--history-weight", type=float, default=EMSettings.history_weight)
     p.add_argument("--prior-strength", type=float, default=EMSettings.prior_strength)
@@ -406,12 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.smoke:
         args = p.parse_args([
-            "accuracy", "scaling", "recovery", "--size", "6", "--trips-per-min", "60",
-            "--days", "2", "--start", "07:20", "--eval-from", "07:25", "--end", "07:50",
-            "--batch-ms", "30000", "--window-s", "120", "--samples", "20", "--chains", "10",
-            "--iterations", "1", "--batch-iterations", "3", "--size-spark", "5",
+            "accuracy", "scaling", "recovery", "--size", "5", "--trips-per-min", "40",
+            "--days", "1", "--start", "07:24", "--eval-from", "07:26", "--end", "07:40",
+            "--batch-ms", "60000", "--window-s", "120", "--samples", "20", "--chains", "10",
+            "--iterations", "1", "--batch-iterations", "2", "--size-spark", "4",
             "--trips-per-min-spark", "30", "--executors", "2", "--samples-list", "20",
-            "--intervals", "3", "--warmup", "1", "--partitions", "4", "--kill-at", "2",
+            "--intervals", "2", "--warmup", "0", "--partitions", "2", "--kill-at", "2",
             "--data", tempfile.mkdtemp(prefix="traffic-smoke-"),
             "--out", os.path.join(tempfile.mkdtemp(prefix="traffic-smoke-out-"), "traffic.json"),
         ])  # fmt: skip
