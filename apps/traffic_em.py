@@ -34,6 +34,7 @@ shipped by value.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -43,7 +44,7 @@ from typing import Any
 
 import traffic
 from pyspark import RDD, SparkContext, StorageLevel, cloudpickle
-from traffic.em import EMSettings, Params, Priors
+from traffic.em import EMSettings, Params, Priors, observation_weight
 from traffic.estep import SamplerSettings, Stats, add_stats, link_statistics
 from traffic.mstep import fit_gamma
 from traffic.network import City
@@ -68,17 +69,14 @@ __all__ = [
 ]
 
 MINUTE_MS = 60_000
+log = logging.getLogger(__name__)
 ESTEP_CHUNK = 200  # observations sampled together (numpy over all their chains)
 
 
 # ---- one EM interval on RDDs (shared by the streaming and the batch programs) ----------------
 def _key_and_weigh(line: str, now_ms: int, settings: EMSettings) -> tuple[str, tuple[str, float]]:
-    oid, day, t_end, _ = line.split("|", 3)
-    age = max(0, now_ms - int(t_end))
-    w = 0.5 ** (age / settings.half_life_ms)
-    if int(day) > 0:
-        w *= settings.history_weight * settings.day_decay ** (int(day) - 1)
-    return oid, (line, w)
+    obs = Observation.parse(line)
+    return obs.id, (line, observation_weight(obs, now_ms, settings))
 
 
 def _requests(
@@ -231,14 +229,18 @@ def estimates_stream(
             f"{batch_ms} ms"
         )
     holder: list[DStream[tuple[int, Params]]] = []
+    first: list[Time] = []
 
     def interval(t: Time, live: RDD[str]) -> RDD[tuple[int, Params]]:
+        first[:] = first or [t]
         now = t.ms + time_offset_ms
         data = live.map(partial(_key_and_weigh, now_ms=now, settings=settings))
         if history is not None and settings.history_days > 0:
             past = history.flatMap(partial(_history_window, now_ms=now, settings=settings))
             data = data.union(past)
         previous = holder[0].slice(Time(t.ms - batch_ms), Time(t.ms - batch_ms))
+        if not previous and t != first[0]:
+            log.warning("no estimates of the interval before %s: EM restarts from the priors", t)
         params = previous[0] if previous else sc.emptyRDD().partitionBy(partitions)
         return em_rdds(data, params, now, prior_table, settings, settings.iterations, partitions)
 

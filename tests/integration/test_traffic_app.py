@@ -1,10 +1,12 @@
 """The traffic-estimation program on Spark gives the pure-Python estimator's estimates,
 exactly: the same E-step seeds, the same exact sums, interval after interval (warm start,
-sliding window and history included); and the batch baseline likewise."""
+sliding window and history included); the batch baseline likewise; and the program runs
+from its command line."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -99,3 +101,31 @@ def test_the_batch_baseline_on_spark_equals_the_pure_python_one(sc: Any, dataset
     expected = batch_em(today, now, city, SETTINGS, window_ms=5 * MIN, iterations=2)
     assert dict(fits.collect()) == expected
     assert len(expected) > 20
+
+
+def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    args = ["--data", dataset, "--output", str(out), "--seconds", "8", "--batch", "2s"]
+    args += ["--window", "10s", "--samples", "20", "--chains", "10", "--history-days", "2"]
+    done = subprocess.run(
+        [sys.executable, str(APPS / "traffic_em.py"), *args, "--start", "06:08"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "slowest links now:" in done.stdout and "corner to corner" in done.stdout
+    assert done.stdout.rstrip().endswith("stopped cleanly")
+    committed = sorted(p for p in out.iterdir() if p.name.startswith("estimates-"))
+    assert committed, done.stdout
+    lines = [
+        line for part in committed[-1].glob("part-*") for line in part.read_text().splitlines()
+    ]
+    city, _ = load_city(dataset)
+    for line in lines:
+        link, k, theta, mean = line.split("|")
+        assert 0 <= int(link) < city.n_links
+        assert float(k) * float(theta) == pytest.approx(float(mean))
