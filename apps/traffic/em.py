@@ -14,8 +14,8 @@ streaming code used the same shape (a 120 s window with a 60 s half-life, past d
 0.9 per day: the defaults here, ``history_weight * day_decay ** (d - 1) = 0.9 ** d``). Its
 smoothing strength was 3 pseudo-observations; ours defaults to 1, because with sparse data
 (about one observation per link in a 2-minute window) 3 pseudo-observations at the speed
-limit outweighed the data and made the estimates lag a rush hour by minutes (measured with
-``bench/traffic.py``). A link no observation of the interval covers keeps its previous
+limit held the estimates back: they reflected a rush hour 1-4.5 minutes later and were less
+accurate (``bench/traffic.py``, apps/traffic/README.md). A link no observation of the interval covers keeps its previous
 estimate; a link never covered has its prior.
 
 One EM iteration: the E-step of every weighted observation (:mod:`traffic.estep`, seeded
