@@ -127,7 +127,7 @@ def launch(argv: list[str] | None = None) -> App:
     ssc = StreamingContext(sc, args.batch)
     if args.checkpoint:
         ssc.checkpoint(args.checkpoint)
-    batch_ms = ssc.batch_duration.ms
+    batch_ms = to_duration(args.batch, "--batch").ms
     start_tod = _clock(args.start) if args.start else traffic_config.start_ms + settings.window_ms
     # The replay starts a window before start_tod, so that the first estimates there have
     # a full window behind them. Stream time T is the time of day T + offset: the first
@@ -147,7 +147,16 @@ def launch(argv: list[str] | None = None) -> App:
     history = None
     if settings.history_days > 0:
         history = load_history(sc, os.path.join(args.data, "history"), settings.history_days)
-    estimates = estimates_stream(ssc, lines, priors, settings, history, offset, args.partitions)
+    estimates = estimates_stream(
+        ssc,
+        lines,
+        priors,
+        settings,
+        batch_ms=batch_ms,
+        history=history,
+        time_offset_ms=offset,
+        partitions=args.partitions,
+    )
     output = args.output or tempfile.mkdtemp(prefix="traffic-estimates-")
     estimates.map(format_estimate).saveAsTextFiles(os.path.join(output, "estimates"))
     latest = LatestEstimates(estimates)
@@ -197,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     app = launch(argv)
     try:
         app.ssc.awaitTerminationOrTimeout(args.seconds)
-        if app.latest.time is not None:
+        # The EM is CPU-bound: on a busy machine the first interval may take longer than
+        # --seconds. Answer from it anyway (up to 10 more minutes) rather than say nothing.
+        if app.latest.wait(600):
             print("slowest links now:", flush=True)
             for s in app.slowest(5):
                 print(

@@ -213,16 +213,17 @@ def estimates_stream(
     lines: DStream[str],
     priors: Priors,
     settings: EMSettings,
+    *,
+    batch_ms: int,
     history: RDD[tuple[int, tuple[str, ...]]] | None = None,
     time_offset_ms: int = 0,
     partitions: int = 4,
 ) -> DStream[tuple[int, Params]]:
     """The per-link estimates, every interval: ``(link, (k, theta))`` of every link ever
-    estimated. ``lines`` are today's observations in their text format; interval ``T``
-    is the time of day ``T + time_offset_ms``."""
+    estimated. ``lines`` are today's observations in their text format, ``batch_ms`` the
+    context's batch interval; interval ``T`` is the time of day ``T + time_offset_ms``."""
     sc = ssc.sparkContext
     prior_table = sc.broadcast((priors.shape, priors.scale))
-    batch_ms = lines.slide_duration.ms
     if settings.window_ms % batch_ms:
         raise ValueError(
             f"the EM window {settings.window_ms} ms must be a multiple of the batch interval "
@@ -304,6 +305,7 @@ class LatestEstimates:
 
     def __init__(self, estimates: DStream[tuple[int, Params]]) -> None:
         self._lock = threading.Lock()
+        self._first = threading.Event()
         self.time: Time | None = None
         self._rdd: RDD[tuple[int, Params]] | None = None
         estimates.foreachRDD(self._update)
@@ -311,6 +313,11 @@ class LatestEstimates:
     def _update(self, time: Time, rdd: RDD[tuple[int, Params]]) -> None:
         with self._lock:
             self.time, self._rdd = time, rdd
+        self._first.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Until a first interval has completed (False if none did within ``timeout_s``)."""
+        return self._first.wait(timeout_s)
 
     def rdd(self) -> RDD[tuple[int, Params]]:
         with self._lock:

@@ -88,7 +88,13 @@ def run(sc: Any, args: argparse.Namespace, kill_at: int | None) -> dict[str, Any
             sc, os.path.join(args.data, "history"), settings.history_days
         )
     estimates = traffic_em.estimates_stream(
-        ssc, lines, Priors(city, settings), settings, history, 0, args.partitions
+        ssc,
+        lines,
+        Priors(city, settings),
+        settings,
+        batch_ms=batch,
+        history=history,
+        partitions=args.partitions,
     )
     digests: dict[int, str] = {}
     sizes: dict[int, int] = {}

@@ -64,7 +64,13 @@ def test_streaming_estimates_equal_the_pure_python_online_em(harness: Any, datas
         h.ssc.sparkContext, os.path.join(dataset, "history"), SETTINGS.history_days
     )
     estimates = traffic_em.estimates_stream(
-        h.ssc, lines, Priors(city, SETTINGS), SETTINGS, history, partitions=3
+        h.ssc,
+        lines,
+        Priors(city, SETTINGS),
+        SETTINGS,
+        batch_ms=BATCH,
+        history=history,
+        partitions=3,
     )
     got = BatchCollector(estimates)
     h.ssc.start()
