@@ -2,19 +2,20 @@
 #   make run    set up the environment and run the main job (streaming word count on local Spark)
 #   make video  the video-analytics monitor on its event generator for a minute (apps/video_monitor.py)
 #   make test   set up, build the JVM pieces, lint, type-check and run the whole test suite
+#   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster run video lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim minicluster run video traffic lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==23.2.1
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[test]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,apps]'
 	touch $(STAMP)
 
 shim: setup
@@ -28,6 +29,17 @@ run: shim
 
 video: shim
 	$(PY) apps/video_monitor.py --source generator --sessions 5000 --seconds 60
+
+# A synthetic city (3024 links, 10 past days) generated once, then a minute of online EM,
+# lighter than the paper's settings (300 samples, 2 iterations) so that 2 cores keep up.
+TRAFFIC_DATA ?= /tmp/dstream-traffic-data
+TRAFFIC_ARGS ?= --seconds 60 --samples 100 --chains 20 --iterations 1
+
+$(TRAFFIC_DATA)/city.json: | setup
+	PYTHONPATH=apps $(PY) -m traffic.generate --out $(TRAFFIC_DATA)
+
+traffic: shim $(TRAFFIC_DATA)/city.json
+	$(PY) apps/traffic_em.py --data $(TRAFFIC_DATA) $(TRAFFIC_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

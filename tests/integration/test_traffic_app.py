@@ -1,0 +1,137 @@
+"""The traffic-estimation program on Spark gives the pure-Python estimator's estimates,
+exactly: the same E-step seeds, the same exact sums, interval after interval (warm start,
+sliding window and history included); the batch baseline likewise; and the program runs
+from its command line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream.testing.streams import BatchCollector
+
+from .conftest import Harness
+
+APPS = Path(__file__).resolve().parents[2] / "apps"
+sys.path.insert(0, str(APPS))
+
+import traffic_em  # noqa: E402
+from traffic.em import EMSettings, OnlineEM, Priors, batch_em  # noqa: E402
+from traffic.estep import SamplerSettings  # noqa: E402
+from traffic.generate import (  # noqa: E402
+    TrafficConfig,
+    intervals,
+    load_city,
+    read_observations,
+    write_dataset,
+)
+from traffic.network import CityConfig  # noqa: E402
+
+H = 3_600_000
+MIN = 60_000
+BATCH = 10_000
+
+SETTINGS = EMSettings(
+    sampler=SamplerSettings(samples=20, chains=10, burn_in=2),
+    iterations=2,
+    window_ms=30_000,
+    half_life_ms=15_000,
+    history_days=2,
+    history_weight=0.5,
+)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: Any) -> str:
+    out = tmp_path_factory.mktemp("traffic")
+    traffic = TrafficConfig(start_ms=6 * H, end_ms=6 * H + 15 * MIN, trips_per_min=60)
+    write_dataset(str(out), CityConfig(size=5), traffic, days=2)
+    return str(out)
+
+
+def test_streaming_estimates_equal_the_pure_python_online_em(harness: Any, dataset: str) -> None:
+    city, _ = load_city(dataset)
+    today = read_observations(os.path.join(dataset, "today.txt"))
+    groups = [(t, obs) for t, obs in intervals(today, BATCH) if t > 6 * H + 5 * MIN][:4]
+    h: Harness = harness(batch_ms=BATCH, start_ms=groups[0][0] - BATCH)
+    lines = h.ssc.queueStream([[o.format() for o in obs] for _, obs in groups], default=[])
+    history = traffic_em.load_history(
+        h.ssc.sparkContext, os.path.join(dataset, "history"), SETTINGS.history_days
+    )
+    estimates = traffic_em.estimates_stream(
+        h.ssc,
+        lines,
+        Priors(city, SETTINGS),
+        SETTINGS,
+        batch_ms=BATCH,
+        history=history,
+        partitions=3,
+    )
+    got = BatchCollector(estimates)
+    h.ssc.start()
+    h.run_batches(len(groups))
+
+    past = [
+        o
+        for d in range(1, SETTINGS.history_days + 1)
+        for o in read_observations(os.path.join(dataset, "history", f"day-{d:02d}.txt"))
+    ]
+    reference = OnlineEM(city, SETTINGS, past)
+    for (t, arrivals), batch in zip(groups, got.in_order(), strict=True):
+        reference.step(t, arrivals)
+        assert reference.window_data(t), "every interval has data to estimate from"
+        assert dict(batch) == reference.state  # bit for bit
+    assert len(reference.state) > 20
+
+
+def test_the_batch_baseline_on_spark_equals_the_pure_python_one(sc: Any, dataset: str) -> None:
+    city, _ = load_city(dataset)
+    now = 6 * H + 12 * MIN
+    lines = sc.textFile(os.path.join(dataset, "today.txt"))
+    fits = traffic_em.batch_estimates(
+        sc,
+        lines,
+        now,
+        Priors(city, SETTINGS),
+        SETTINGS,
+        window_ms=5 * MIN,
+        iterations=2,
+        partitions=3,
+    )
+    today = read_observations(os.path.join(dataset, "today.txt"))
+    expected = batch_em(today, now, city, SETTINGS, window_ms=5 * MIN, iterations=2)
+    assert dict(fits.collect()) == expected
+    assert len(expected) > 20
+
+
+def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    args = ["--data", dataset, "--output", str(out), "--seconds", "8", "--batch", "2s"]
+    args += ["--window", "10s", "--samples", "20", "--chains", "10", "--history-days", "2"]
+    done = subprocess.run(
+        [sys.executable, str(APPS / "traffic_em.py"), *args, "--start", "06:08"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "slowest links now:" in done.stdout and "corner to corner" in done.stdout
+    assert done.stdout.rstrip().endswith("stopped cleanly")
+    committed = sorted(p for p in out.iterdir() if p.name.startswith("estimates-"))
+    assert committed, done.stdout
+    lines = [
+        line for part in committed[-1].glob("part-*") for line in part.read_text().splitlines()
+    ]
+    city, _ = load_city(dataset)
+    for line in lines:
+        link, k, theta, mean = line.split("|")
+        assert 0 <= int(link) < city.n_links
+        assert float(k) * float(theta) == pytest.approx(float(mean))
