@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+# Last on the path: bench/ script names (traffic.py...) must not hide the apps packages.
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 from throughput_systems import WindowCounts, structured_batch_files, top
 
 
