@@ -6,14 +6,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster run lint test test-fast bench clean
+.PHONY: setup shim minicluster kafka run lint test test-fast bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==23.2.1
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[test]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,kafka]'
 	touch $(STAMP)
 
 shim: setup
@@ -21,6 +21,11 @@ shim: setup
 
 minicluster: setup
 	bash jvm-shim/minicluster/build.sh
+
+# Apache Kafka's broker jars (KRaft) for the Kafka tests; `bash jvm-shim/kafka/build.sh
+# connector` adds Spark's Kafka source for bench/kafka.py.
+kafka: setup
+	bash jvm-shim/kafka/build.sh
 
 run: shim
 	$(PY) apps/wordcount.py --source rate --rate 2000 --seconds 20
@@ -30,7 +35,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim minicluster lint
+test: shim minicluster kafka lint
 	$(PY) -m pytest -q
 
 test-fast: setup
