@@ -89,6 +89,9 @@ def consumer_settings(params: Mapping[str, Any]) -> dict[str, Any]:
     settings = {k: v for k, v in params.items() if k not in _DRIVER_ONLY}
     settings.setdefault("group.id", "dstream-kafka-reader")
     settings.setdefault("reconnect.backoff.max.ms", 1000)  # back soon after a broker restart
+    # A fetch at the log's end waits this long for data that a range never needs; the
+    # default (500 ms) made every task after the first in a worker wait for it.
+    settings.setdefault("fetch.wait.max.ms", 10)
     settings.update(
         {
             "enable.auto.commit": False,
