@@ -29,18 +29,18 @@ from typing import Any
 B = 1000  # ms per interval
 
 
-def produce(bootstrap: str, topic: str, stop: threading.Event, sent: list[str]) -> None:
-    """Numbered records (key k<i mod 7>) every 2 ms until ``stop``, then wait for Kafka to
-    acknowledge them all."""
+def produce(bootstrap: str, topic: str, count: int, stop: threading.Event, sent: list[str]) -> None:
+    """``count`` numbered records (key k<i mod 7>), one every 2 ms (or until ``stop``),
+    then wait for Kafka to acknowledge them all."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    i = 0
-    while not stop.wait(0.002):
+    for i in range(count):
+        if stop.wait(0.002):
+            break
         producer.produce(topic, f"s{i}".encode(), f"k{i % 7}".encode())
         sent.append(f"s{i}")
         producer.poll(0)
-        i += 1
     if producer.flush(120):
         raise RuntimeError("the producer's records were not all acknowledged in 120 s")
 
@@ -55,8 +55,15 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
     ssc = StreamingContext(sc, Duration(B), clock=clock)
     ssc.checkpoint(root)
     kafka = {"bootstrap.servers": args.bootstrap, "auto.offset.reset": "earliest"}
-    # Small tasks, so that every executor holds some of an interval's input.
-    events = createDirectStream(ssc, [args.topic], kafka, maxRecordsPerTask=200)
+    # A cap per partition spreads the records over the intervals whatever the machine's
+    # speed; small tasks give every executor some of an interval's input.
+    events = createDirectStream(
+        ssc,
+        [args.topic],
+        kafka,
+        maxRecordsPerPartition=args.per_partition,
+        maxRecordsPerTask=max(1, args.per_partition // 2),
+    )
     values: dict[int, list[str]] = {}
     events.foreachRDD(lambda t, rdd: values.__setitem__(t.ms, rdd.values().collect()))
     totals = events.updateStateByKey(lambda new, old: (old or 0) + len(new), 3)
@@ -78,7 +85,9 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
 
     ssc.addStreamingListener(Faults())
     stop, sent = threading.Event(), list[str]()
-    producer = threading.Thread(target=produce, args=(args.bootstrap, args.topic, stop, sent))
+    producer = threading.Thread(
+        target=produce, args=(args.bootstrap, args.topic, args.records, stop, sent)
+    )
     producer.start()
     ssc.start()
     try:
@@ -102,9 +111,8 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
         for _ in range(args.intervals):
             pause.wait(0.3)  # records arrive between intervals (real time)
             advance()
-        stop.set()
         producer.join()
-        for _ in range(20):  # the rest of what was produced
+        for _ in range(40):  # the rest of what was produced
             if sum(map(len, values.values())) >= len(sent):
                 break
             advance()
@@ -139,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--bootstrap", required=True, help="Kafka bootstrap.servers")
     p.add_argument("--topic", required=True, help="an existing topic, read from the start")
-    p.add_argument("--intervals", type=int, default=10, help="intervals while producing")
-    p.add_argument("--kill", type=parse_kill, default=(1, 5), help="N@I: N executors at I")
+    p.add_argument("--records", type=int, default=3000, help="records produced, 1 per 2 ms")
+    p.add_argument("--per-partition", type=int, default=150, help="records/partition/interval")
+    p.add_argument("--intervals", type=int, default=8, help="intervals before draining")
+    p.add_argument("--kill", type=parse_kill, default=(1, 4), help="N@I: N executors at I")
     p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")
     p.add_argument("--executors", type=int, default=3)
     p.add_argument("--executor-mb", type=int, default=640)

@@ -23,16 +23,16 @@ def test_a_killed_executor_changes_no_count(
 ) -> None:
     topic = new_topic(3)
     args = [sys.executable, "-m", "testbed.kafka_faults", "--bootstrap", kafka_broker.bootstrap]
-    args += ["--topic", topic, "--intervals", "10", "--kill", "1@5"]
+    args += ["--topic", topic, "--records", "3000", "--intervals", "8", "--kill", "1@4"]
     proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-5000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(result["killed"]) == 1, result["killed"]
     assert not set(result["killed"]) & set(result["executors_after"])
     sent = result["sent"]
-    assert len(sent) > 500
+    assert len(sent) == 3000
     read = Counter(v for values in result["values"].values() for v in values)
     assert read == Counter(sent)  # every record, each in exactly one interval
     assert result["totals"] == dict(Counter(f"k{int(v[1:]) % 7}" for v in sent))
     # The kill came while the interval had records to read.
-    assert result["values"][str(5 * 1000)]
+    assert result["values"][str(4 * 1000)]
