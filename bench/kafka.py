@@ -46,7 +46,7 @@ sys.path.insert(0, str(REPO))
 from testbed.kafka import KafkaBroker  # noqa: E402
 
 CONNECTOR = REPO / "jvm-shim" / "kafka" / "connector" / "target" / "lib"
-WORD = "kato"  # a frequent word of the vocabulary
+WORD = "zu"  # the most frequent word of the vocabulary
 SYSTEMS = ("dstream", "dstream-records", "structured")
 
 
@@ -244,6 +244,7 @@ def measure(args: argparse.Namespace) -> int:
     expected = fill(args.bootstrap, topic, args.records)
     seconds = time.monotonic() - began
     print(f"filled {topic}: {args.records} records in {seconds:.1f} s, {expected} contain {WORD!r}")
+    spark_version = sc.version
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in args.systems}
     try:
         for round_ in range(args.rounds):
@@ -271,7 +272,7 @@ def measure(args: argparse.Namespace) -> int:
     report = {
         "args": {k: v for k, v in vars(args).items() if k != "bootstrap"},
         "connector": [Path(j).name for j in CONNECTOR.glob("*.jar")],
-        "spark": sc.version,
+        "spark": spark_version,
         "runs": runs,
         "summary": summary,
     }
