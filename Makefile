@@ -8,14 +8,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster run video traffic lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim minicluster kafka run video traffic lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==23.2.1
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,apps]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,kafka]'
 	touch $(STAMP)
 
 shim: setup
@@ -23,6 +23,11 @@ shim: setup
 
 minicluster: setup
 	bash jvm-shim/minicluster/build.sh
+
+# Apache Kafka's broker jars (KRaft) for the Kafka tests; `bash jvm-shim/kafka/build.sh
+# connector` adds Spark's Kafka source for bench/kafka.py.
+kafka: setup
+	bash jvm-shim/kafka/build.sh
 
 run: shim
 	$(PY) apps/wordcount.py --source rate --rate 2000 --seconds 20
@@ -46,7 +51,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim minicluster lint clean-install-smoke
+test: shim minicluster kafka lint clean-install-smoke
 	$(PY) -m pytest -q
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,
