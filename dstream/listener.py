@@ -30,6 +30,7 @@ __all__ = [
     "CheckpointInfo",
     "JavaMap",
     "OutputOperationInfo",
+    "ReceiverInfo",
     "StreamInputInfo",
     "StreamingListener",
     "StreamingListenerBatchCompleted",
@@ -37,6 +38,9 @@ __all__ = [
     "StreamingListenerBatchSubmitted",
     "StreamingListenerOutputOperationCompleted",
     "StreamingListenerOutputOperationStarted",
+    "StreamingListenerReceiverError",
+    "StreamingListenerReceiverStarted",
+    "StreamingListenerReceiverStopped",
     "StreamingListenerStreamingStarted",
 ]
 
@@ -239,6 +243,70 @@ class CheckpointInfo:
 
 
 @dataclass(frozen=True)
+class ReceiverInfo:
+    """A receiver (``socketTextStream``'s) as Spark's ``ReceiverInfo`` describes it: its input
+    stream's id, its name (``SocketReceiver-<stream id>``), whether it is connected and
+    receiving, where it runs (the driver's host: dstream's receivers run on the driver), and
+    its last error: the message, the error itself (empty for a server that closed the
+    stream), and when it happened (epoch ms on the streaming clock, -1 if never)."""
+
+    stream_id: int
+    receiver_name: str
+    is_active: bool
+    host: str
+    executor_id: str = "driver"
+    last_error_message: str = ""
+    last_error: str = ""
+    last_error_time_ms: int = -1
+
+    # Spark's (Java) accessors
+    def streamId(self) -> int:
+        return self.stream_id
+
+    def name(self) -> str:
+        return self.receiver_name
+
+    def active(self) -> bool:
+        return self.is_active
+
+    def location(self) -> str:
+        return self.host
+
+    def executorId(self) -> str:
+        return self.executor_id
+
+    def lastErrorMessage(self) -> str:
+        return self.last_error_message
+
+    def lastError(self) -> str:
+        return self.last_error
+
+    def lastErrorTime(self) -> int:
+        return self.last_error_time_ms
+
+
+@dataclass(frozen=True)
+class _ReceiverEvent:
+    receiver_info: ReceiverInfo
+
+    def receiverInfo(self) -> ReceiverInfo:
+        return self.receiver_info
+
+
+class StreamingListenerReceiverStarted(_ReceiverEvent):
+    """The receiver connected and is receiving (again, after a restart)."""
+
+
+class StreamingListenerReceiverError(_ReceiverEvent):
+    """The receiver lost its connection or could not connect; it restarts after
+    ``StreamingSettings.receiver_restart_delay``."""
+
+
+class StreamingListenerReceiverStopped(_ReceiverEvent):
+    """The receiver stopped for good (``ssc.stop()``)."""
+
+
+@dataclass(frozen=True)
 class StreamingListenerStreamingStarted:
     time_ms: int
 
@@ -289,13 +357,15 @@ class StreamingListener:
         """The StreamingContext started."""
 
     def onReceiverStarted(self, receiverStarted: Any) -> None:
-        """A receiver started (kept for pyspark.streaming compatibility)."""
+        """A receiver connected (:class:`StreamingListenerReceiverStarted`; its
+        ``receiverInfo()`` is a :class:`ReceiverInfo`)."""
 
     def onReceiverError(self, receiverError: Any) -> None:
-        """A receiver reported an error (kept for pyspark.streaming compatibility)."""
+        """A receiver lost its connection or could not connect, and will restart
+        (:class:`StreamingListenerReceiverError`)."""
 
     def onReceiverStopped(self, receiverStopped: Any) -> None:
-        """A receiver stopped (kept for pyspark.streaming compatibility)."""
+        """A receiver stopped with the context (:class:`StreamingListenerReceiverStopped`)."""
 
     def onBatchSubmitted(self, batchSubmitted: Any) -> None:
         """A batch's jobs were generated and submitted."""

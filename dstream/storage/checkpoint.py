@@ -13,7 +13,10 @@ succeeded; only then is the checkpoint used, recorded in the metadata journal, a
 checkpoints become deletable.
 
 A file is ``MAGIC | sha256(payload) | payload`` where the payload is the pickled list of
-the partition's records, so a torn or corrupted file is detected, never silently read.
+the partition's records, so a torn or corrupted file is detected, never silently read, and a
+payload changed by someone who cannot also rewrite the header is refused before it is
+unpickled (:mod:`dstream.storage.integrity` says what that does and does not protect
+against: the digest is not keyed, so whoever can rewrite the whole file can fake it).
 """
 
 from __future__ import annotations

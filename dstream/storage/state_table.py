@@ -10,20 +10,28 @@ the snapshot holds.
 
 Rows are ``(key, state, last)``: the pickled key (its canonical bytes), the pickled state,
 and the batch time (ms) of the key's last event.
+
+States are pickles, so a snapshot is trusted only after its content matched the SHA-256 its
+writer recorded (:mod:`dstream.storage.integrity`): :func:`write_table` returns the digest,
+which names the published file and goes into the checkpoint's ``_COMPLETE`` manifest
+(:func:`encode_manifest`); a reader opens a snapshot only through
+:func:`~dstream.storage.integrity.open_verified` with that digest.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from dstream.storage.integrity import VerifiedFile, sha256_file
 from dstream.storage.taskfs import TaskFiles
 
-__all__ = ["StateTable", "write_table"]
+__all__ = ["StateTable", "decode_manifest", "encode_manifest", "write_table"]
 
 _SCHEMA = (
     "CREATE TABLE state (k BLOB PRIMARY KEY, s BLOB NOT NULL, t INTEGER NOT NULL) WITHOUT ROWID",
@@ -34,19 +42,24 @@ _CHUNK = 500  # SQLite's default limit on bound parameters is 999
 
 
 class StateTable:
-    """Read-only view of one snapshot file (or of an empty snapshot when ``path`` is None)."""
+    """Read-only view of one verified snapshot file (or of an empty snapshot when ``file`` is
+    None); closing the table closes the file."""
 
-    def __init__(self, path: str | None) -> None:
-        self.path = path
+    def __init__(self, file: VerifiedFile | None) -> None:
+        self._file = file
         self._db: sqlite3.Connection | None = None
-        if path is not None:
+        if file is not None:
             # immutable=1: no locking, no journal; the file never changes once published.
-            self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            # file.path opens the very file whose digest was checked.
+            self._db = sqlite3.connect(f"file:{file.path}?mode=ro&immutable=1", uri=True)
 
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
             self._db = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def __enter__(self) -> StateTable:
         return self
@@ -91,26 +104,26 @@ class StateTable:
 
 def write_table(
     files: TaskFiles,
-    path: str,
+    path_for: Callable[[str], str],
     base: str | None,
     changes: Mapping[bytes, tuple[bytes, int] | None],
-) -> bool:
-    """Publish the snapshot ``base`` + ``changes`` (``None`` deletes a key) at ``path``.
+) -> tuple[str, str]:
+    """Publish the snapshot ``base`` + ``changes`` (``None`` deletes a key); returns its path
+    and the hex SHA-256 of its content.
 
-    ``base`` is a local file (see :meth:`TaskFiles.local_copy`); the new snapshot is built
-    in a local temporary file and published through ``files`` only when complete. Returns
-    False if ``path`` already exists (a retried or speculative task: the content is
-    deterministic, so the first copy stands).
+    ``base`` is a local file to start from (a verified one:
+    :attr:`~dstream.storage.integrity.VerifiedFile.path`); the new snapshot is built in a
+    private local temporary file, hashed, and published through ``files`` at
+    ``path_for(sha256)`` only when complete. A file already there (a retried or speculative
+    task built the same bytes) stands.
     """
-    if files.exists(path):
-        return False
-    fd, tmp = tempfile.mkstemp(prefix=".dstream-snapshot-", suffix=".sqlite")
-    os.close(fd)
+    # A private directory (mode 0700, random name): nobody else can put a file or a symlink
+    # where the snapshot is built.
+    workdir = tempfile.mkdtemp(prefix="dstream-snapshot-")
+    tmp = os.path.join(workdir, "snapshot.sqlite")
     try:
         if base is not None:
             shutil.copyfile(base, tmp)
-        else:
-            os.unlink(tmp)  # SQLite creates it
         db = sqlite3.connect(tmp, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=OFF")
@@ -129,7 +142,46 @@ def write_table(
             db.execute("COMMIT")
         finally:
             db.close()
-        return files.publish_file(path, tmp)
+        sha256 = sha256_file(tmp)
+        path = path_for(sha256)
+        files.publish_file(path, tmp)
+        return path, sha256
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+_MANIFEST_FORMAT = "dstream-snapshots/1"
+_HEX_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def encode_manifest(digests: list[str]) -> bytes:
+    """The ``_COMPLETE`` file of a snapshot checkpoint: the SHA-256 of each partition's
+    snapshot, in partition order (written by the driver once every snapshot is published)."""
+    return json.dumps({"format": _MANIFEST_FORMAT, "sha256": digests}).encode()
+
+
+def decode_manifest(data: bytes, path: str, partitions: int) -> list[str]:
+    """The digests ``encode_manifest`` wrote; an error naming ``path`` for anything else."""
+    try:
+        manifest = json.loads(data)
+        ok = manifest.get("format") == _MANIFEST_FORMAT
+        digests = manifest.get("sha256") if ok else None
+    except (ValueError, AttributeError):
+        digests = None
+    if not data:
+        raise ValueError(
+            f"{path} records no snapshot checksums: the checkpoint was written by an earlier "
+            "dstream that did not checksum track() snapshots; start from a new checkpoint "
+            "directory"
+        )
+    if (
+        not isinstance(digests, list)
+        or len(digests) != partitions
+        or not all(isinstance(d, str) and _HEX_SHA256.fullmatch(d) for d in digests)
+    ):
+        raise ValueError(
+            f"{path} is not a manifest of {partitions} snapshot checksums (corrupt, or written "
+            "by someone else); the checkpoint directory must be writable only by this "
+            "program's user"
+        )
+    return digests

@@ -15,11 +15,13 @@ handle, chosen on the driver for the checkpoint directory:
 Every publish is "write a temporary name, then rename without replacing": a retried or
 speculative task that finds the file already there stops (the content is deterministic).
 Immutable files that a task needs as a local file (SQLite snapshots) are downloaded once
-into a per-worker cache.
+into the executor's private cache (:func:`task_cache_dir`), checked against the SHA-256
+their writer recorded (see :mod:`dstream.storage.integrity` for what that protects).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import getpass
 import hashlib
@@ -35,6 +37,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
 from dstream.storage.filesystem import LocalFileSystem, _local_path, publish
+from dstream.storage.integrity import (
+    TamperedFileError,
+    private_directory,
+    remember_verified,
+    sha256_file,
+)
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -43,6 +51,7 @@ __all__ = [
     "LocalTaskFiles",
     "TaskFiles",
     "WebHdfsTaskFiles",
+    "task_cache_dir",
     "task_files_for",
     "webhdfs_url",
 ]
@@ -71,8 +80,11 @@ class TaskFiles(Protocol):
         """Copy the local file to ``path`` unless it exists; False if it did."""
         ...
 
-    def local_copy(self, path: str) -> str:
-        """A local file with ``path``'s content (``path`` must never change once written)."""
+    def local_copy(self, path: str, sha256: str | None = None) -> str:
+        """A local file with ``path``'s content (``path`` must never change once written). A
+        download is checked against ``sha256`` (hex) when given: :class:`TamperedFileError`
+        naming ``path`` if it does not match. Open the result with
+        :func:`dstream.storage.integrity.open_verified` to check a local file."""
         ...
 
 
@@ -124,8 +136,8 @@ class LocalTaskFiles:
         fs.mkdirs(os.path.dirname(path))
         return publish(fs, path, lambda tmp: write(fs, tmp))
 
-    def local_copy(self, path: str) -> str:
-        return path
+    def local_copy(self, path: str, sha256: str | None = None) -> str:
+        return _local_path(path)  # checked when opened (open_verified)
 
 
 @contextlib.contextmanager
@@ -212,24 +224,53 @@ class WebHdfsTaskFiles:
 
         return publish(_WebHdfsRenamer(client), self._hpath(path), fill)
 
-    def local_copy(self, path: str) -> str:
+    def local_copy(self, path: str, sha256: str | None = None) -> str:
         # Snapshots are immutable once published, so a copy keyed by the path stays valid.
-        digest = hashlib.sha256(path.encode()).hexdigest()[:32]
-        root = self.cache_dir or os.path.join(tempfile.gettempdir(), "dstream-hdfs-cache")
-        directory = os.path.join(root, digest[:2])
-        local = os.path.join(directory, digest)
+        root = private_directory(self.cache_dir) if self.cache_dir else task_cache_dir()
+        key = hashlib.sha256(f"{self.url}\0{path}\0{sha256 or ''}".encode()).hexdigest()[:32]
+        directory = os.path.join(root, key[:2])
+        local = os.path.join(directory, key)
         if os.path.exists(local):
             return local
         os.makedirs(directory, exist_ok=True)
         tmp = f"{local}.tmp-{uuid.uuid4().hex}"
         try:
             _retrying(lambda: self._client().download(self._hpath(path), tmp, overwrite=True))
+            if sha256 is not None and sha256_file(tmp) != sha256:
+                raise TamperedFileError(
+                    f"{path} does not match the SHA-256 its writer recorded ({sha256[:16]}...): "
+                    "the file is corrupt or was changed by someone else, so it was not used; "
+                    "the checkpoint directory must be writable only by this program's user"
+                )
             os.replace(tmp, local)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        if sha256 is not None:
+            remember_verified(local, sha256)  # checked just now: opening it needs no rehash
         _trim_cache(root)
         return local
+
+
+_process_cache: list[str] = []  # this process's private directory, once made
+_process_cache_lock = threading.Lock()
+
+
+def task_cache_dir() -> str:
+    """The private directory where this executor keeps downloaded state files: a
+    ``dstream-cache`` directory (mode 0700, checked before each use) inside the executor's
+    block manager directory, which Spark passes to Python workers as ``SPARK_LOCAL_DIRS``,
+    names at random per application and removes with the executor. Outside a Spark worker (the
+    driver, tests) a private temporary directory of this process, removed at exit."""
+    local_dirs = os.environ.get("SPARK_LOCAL_DIRS")
+    if local_dirs:
+        return private_directory(os.path.join(local_dirs.split(",")[0], "dstream-cache"))
+    with _process_cache_lock:
+        if not _process_cache:
+            made = tempfile.mkdtemp(prefix="dstream-cache-")  # mode 0700, a random name
+            atexit.register(shutil.rmtree, made, True)
+            _process_cache.append(made)
+        return private_directory(_process_cache[0])
 
 
 @dataclass(frozen=True)

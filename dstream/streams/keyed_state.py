@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
+from dstream.storage.checkpoint import COMPLETE
+from dstream.storage.filesystem import filesystem_for
+from dstream.storage.state_table import decode_manifest, encode_manifest
 from dstream.streams.copartitioned import hash_partitioned, memory_only, sectioned_union
 from dstream.streams.state_base import StateStream
 from dstream.tasks.state_merge import merge_update_state, sections
 from dstream.tasks.track_state import (
+    SnapshotRef,
     TrackDelta,
     TrackFunctions,
     changes,
@@ -130,8 +134,30 @@ class TrackDStream(StateStream):
         )
         self._fns = functions
 
+    # The SHA-256 of each partition's snapshot, per checkpoint (batch ms): from the
+    # compaction that wrote them, or read back from the checkpoint's manifest.
+    _transient: ClassVar[tuple[str, ...]] = ("_digests",)
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        self._digests: dict[int, list[str]] = {}
+
     def _parent_remember_duration(self) -> Duration | None:
         return (self._remember_duration or self._slide_duration) + self._replay_span()
+
+    def _snapshots(self, base_ms: int) -> list[SnapshotRef]:
+        """The snapshots of the checkpoint at ``base_ms``, with the digests their writer
+        recorded: tasks open a snapshot only if its content still matches."""
+        directory = self._checkpoint_dir(base_ms)
+        with self._lock:
+            digests = self._digests.get(base_ms)
+        if digests is None:
+            manifest = f"{directory}/{COMPLETE}"
+            data = filesystem_for(manifest, self._ssc.sparkContext).read_bytes(manifest)
+            digests = decode_manifest(data, manifest, self._partitions)
+            with self._lock:
+                self._digests[base_ms] = digests
+        return [SnapshotRef(snapshot_path(directory, i, d), d) for i, d in enumerate(digests)]
 
     def _fold(self, previous: RDD[Any] | None, base_ms: int | None, times: list[Time]) -> RDD[Any]:
         events = self._parents[0]
@@ -140,14 +166,14 @@ class TrackDStream(StateStream):
             rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [rdd])
         fns, millis, files = self._fns, [u.ms for u in times], self._files
-        directory = None if base_ms is None else self._checkpoint_dir(base_ms)
+        snapshots = None if base_ms is None else self._snapshots(base_ms)
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
             parts = sections(records, len(millis) + 1)
             previous_delta = parts[0][0][1] if parts[0] else None
             intervals = list(zip(millis, parts[1:], strict=True))
-            path = None if directory is None else snapshot_path(directory, split)
-            yield split, fold(split, previous_delta, base_ms, path, intervals, fns, files)
+            base = None if snapshots is None else snapshots[split]
+            yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files)
 
         union = sectioned_union(self._ssc._marks, self._partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
@@ -162,9 +188,23 @@ class TrackDStream(StateStream):
     def _shape(self) -> dict[str, Any]:
         return {**super()._shape(), "timeout_ms": self._fns.timeout_ms}
 
-    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
-        # The checkpoint of track() is a compaction: snapshot + delta -> a new snapshot.
-        rdd.map(lambda pd: compact(pd[1], directory)).count()
+    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> bytes:
+        # The checkpoint of track() is a compaction: snapshot + delta -> a new snapshot. Its
+        # manifest records each new snapshot's digest.
+        written = dict(rdd.map(lambda pd: compact(pd[1], directory)).collect())
+        missing = sorted(set(range(self._partitions)) - set(written))
+        if missing:
+            raise RuntimeError(
+                f"{self._label}: the compaction at {time} wrote no snapshot for partitions "
+                f"{missing}; the checkpoint is not marked complete"
+            )
+        digests = [written[i].sha256 for i in range(self._partitions)]
+        with self._lock:
+            self._digests[time.ms] = digests
+            live = self._live_checkpoints() | {time.ms}
+            for ms in [ms for ms in self._digests if ms not in live]:
+                del self._digests[ms]  # read back from its manifest if ever needed again
+        return encode_manifest(digests)
 
 
 class TrackView(DStream[Any]):

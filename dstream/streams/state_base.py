@@ -30,7 +30,7 @@ from dstream.dstream import DStream
 from dstream.functions import UserFunction
 from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
 from dstream.storage.checkpoint import write_partition as _write_partition
-from dstream.storage.filesystem import filesystem_for
+from dstream.storage.filesystem import filesystem_for, publish
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
 from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only
@@ -94,12 +94,15 @@ class StateStream(DStream[Any]):
         if an input it needs is no longer remembered."""
         raise NotImplementedError
 
-    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> None:
-        """Write ``rdd`` (the state of ``time``) under ``directory``: one file per partition."""
+    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> bytes:
+        """Write ``rdd`` (the state of ``time``) under ``directory``: one file per partition.
+        Returns the content of the checkpoint's ``_COMPLETE`` marker (a manifest; empty here:
+        each partition file carries its own checksum)."""
         files = self._files
         rdd.mapPartitionsWithIndex(
             lambda i, it: [_write_partition(files, partition_path(directory, i), list(it))]
         ).count()
+        return b""
 
     # ---- the mechanism ---------------------------------------------------------------------
     @property
@@ -189,9 +192,10 @@ class StateStream(DStream[Any]):
         """Run by the checkpointer's thread: write, mark complete, publish."""
         directory = self._checkpoint_dir(time.ms)
         fs = filesystem_for(directory, self._ssc.sparkContext)
-        if not fs.exists(f"{directory}/{COMPLETE}"):
-            self._write_checkpoint(time, rdd, directory)
-            fs.write_bytes(f"{directory}/{COMPLETE}", b"")
+        complete = f"{directory}/{COMPLETE}"
+        if not fs.exists(complete):
+            manifest = self._write_checkpoint(time, rdd, directory)
+            publish(fs, complete, lambda tmp: fs.write_bytes(tmp, manifest))
         with self._lock:
             if self._published_ms is None or time.ms > self._published_ms:
                 self._published_ms = time.ms

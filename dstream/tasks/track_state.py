@@ -7,7 +7,9 @@ every interval what *all* keys cost. Here a partition's state at interval t is::
     snapshot(c)  +  delta(t)          (c = the last compaction, at most a few intervals ago)
 
 * the snapshot is an immutable SQLite file (:mod:`dstream.storage.state_table`), written by
-  an asynchronous compaction every checkpoint interval — it is the state's checkpoint;
+  an asynchronous compaction every checkpoint interval — it is the state's checkpoint; it is
+  named and opened by the SHA-256 of its content (:class:`SnapshotRef`), so a snapshot that
+  someone else changed is refused before any state in it is unpickled;
 * the delta is the one record of the partition's RDD: the keys changed since c, with their
   new (pickled) state or a removal mark, and their last event time.
 
@@ -29,10 +31,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dstream.storage.integrity import VerifiedFile, open_verified
 from dstream.storage.state_table import StateTable, write_table
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles
 
-__all__ = ["TrackDelta", "TrackFunctions", "changes", "compact", "count", "fold", "view"]
+__all__ = [
+    "SnapshotRef",
+    "TrackDelta",
+    "TrackFunctions",
+    "changes",
+    "compact",
+    "count",
+    "fold",
+    "view",
+]
 
 # One changed key: (pickled state, or None once removed; batch time of its last event;
 # batch time it last changed; whether the snapshot holds the key).
@@ -44,9 +56,23 @@ def key_bytes(key: Any) -> bytes:
     return pickle.dumps(key, protocol=5)
 
 
-def snapshot_path(directory: str, partition: int) -> str:
-    """Partition ``partition``'s snapshot inside one snapshot's directory."""
-    return f"{directory}/part-{partition:05d}.sqlite"
+def snapshot_path(directory: str, partition: int, sha256: str) -> str:
+    """Partition ``partition``'s snapshot inside one snapshot's directory: its name carries
+    the SHA-256 of its content."""
+    return f"{directory}/part-{partition:05d}-{sha256}.sqlite"
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    """A published snapshot: its path and the hex SHA-256 of its content, recorded by its
+    writer (in the checkpoint's manifest); it is opened only if its content matches."""
+
+    path: str
+    sha256: str
+
+    def open(self, files: TaskFiles) -> VerifiedFile:
+        """The snapshot as a verified local file (downloaded first if ``files`` is remote)."""
+        return open_verified(files.local_copy(self.path, self.sha256), self.sha256, self.path)
 
 
 @dataclass
@@ -55,18 +81,14 @@ class TrackDelta:
 
     partition: int
     base_ms: int | None
-    base_path: str | None
+    base: SnapshotRef | None
     entries: dict[bytes, Entry] = field(default_factory=dict)
     applied_ms: int | None = None  # the last interval folded in
     files: TaskFiles = field(default_factory=LocalTaskFiles)  # where the snapshots live
 
     def table(self) -> StateTable:
         """The snapshot this delta is based on (an empty one before the first compaction)."""
-        return _open_table(self.files, self.base_path)
-
-
-def _open_table(files: TaskFiles, path: str | None) -> StateTable:
-    return StateTable(None if path is None else files.local_copy(path))
+        return StateTable(None if self.base is None else self.base.open(self.files))
 
 
 @dataclass(frozen=True)
@@ -129,20 +151,20 @@ def fold(
     partition: int,
     previous: TrackDelta | None,
     base_ms: int | None,
-    base_path: str | None,
+    base: SnapshotRef | None,
     intervals: Sequence[tuple[int, Iterable[tuple[Any, tuple[tuple[int, int], Any]]]]],
     fns: TrackFunctions,
     files: TaskFiles | None = None,
 ) -> TrackDelta:
     """Apply ``intervals`` (batch time, tagged events), in order, on top of ``previous`` — or
-    on top of the snapshot ``base_path`` alone when ``previous`` is None or older than it."""
+    on top of the snapshot ``base`` alone when ``previous`` is None or older than it."""
     files = files if files is not None else LocalTaskFiles()
     if previous is not None and previous.base_ms == base_ms:
         delta = TrackDelta(
-            partition, base_ms, base_path, dict(previous.entries), previous.applied_ms, files
+            partition, base_ms, base, dict(previous.entries), previous.applied_ms, files
         )
     else:
-        delta = TrackDelta(partition, base_ms, base_path, files=files)
+        delta = TrackDelta(partition, base_ms, base, files=files)
     with delta.table() as table:
         for time_ms, events in intervals:
             _apply_interval(delta, table, time_ms, events, fns)
@@ -181,11 +203,19 @@ def changes(delta: TrackDelta) -> Iterator[tuple[Any, Any]]:
             yield pickle.loads(kb), None if pickled is None else pickle.loads(pickled)
 
 
-def compact(delta: TrackDelta, directory: str) -> tuple[int, str]:
+def compact(delta: TrackDelta, directory: str) -> tuple[int, SnapshotRef]:
     """Write the partition's new snapshot (base + delta) into ``directory``, the snapshot's
-    own directory; returns (partition, path)."""
-    path = snapshot_path(directory, delta.partition)
+    own directory; returns (partition, the new snapshot)."""
     rows = {kb: (None if p is None else (p, last)) for kb, (p, last, _, _) in delta.entries.items()}
-    base = None if delta.base_path is None else delta.files.local_copy(delta.base_path)
-    write_table(delta.files, path, base, rows)
-    return delta.partition, path
+    base = None if delta.base is None else delta.base.open(delta.files)
+    try:
+        path, sha256 = write_table(
+            delta.files,
+            lambda digest: snapshot_path(directory, delta.partition, digest),
+            None if base is None else base.path,
+            rows,
+        )
+    finally:
+        if base is not None:
+            base.close()
+    return delta.partition, SnapshotRef(path, sha256)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dstream.storage.state_table import decode_manifest
 from dstream.testing.streams import BatchCollector, normalize
 from tests.oracles import track_oracle
 
@@ -116,10 +117,13 @@ def test_snapshots_are_written_and_old_ones_deleted(harness: Any, tmp_path: Any)
     # the metadata records on disk) remain.
     assert 1 <= len(snapshots) <= 4
     for name in snapshots:
-        assert sorted(os.listdir(os.path.join(state_dir, name))) == [
+        # Each partition's snapshot is named by the SHA-256 its manifest records.
+        directory = os.path.join(state_dir, name)
+        with open(os.path.join(directory, "_COMPLETE"), "rb") as f:
+            digests = decode_manifest(f.read(), "_COMPLETE", 2)
+        assert sorted(os.listdir(directory)) == [
             "_COMPLETE",
-            "part-00000.sqlite",
-            "part-00001.sqlite",
+            *(f"part-{i:05d}-{digest}.sqlite" for i, digest in enumerate(digests)),
         ]
     assert got.in_order() == [[i] for i in range(1, 9)]
 

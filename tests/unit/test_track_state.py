@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dstream.storage.state_table import StateTable
+from dstream.storage.taskfs import LocalTaskFiles
 from dstream.tasks.track_state import (
+    SnapshotRef,
     TrackDelta,
     TrackFunctions,
     changes,
@@ -34,7 +36,7 @@ def run_fold(
     the new snapshot and the intervals since."""
     fns = TrackFunctions(session_init, session_update, timeout_ms, SLIDE)
     base_ms: int | None = None
-    base_path: str | None = None
+    base: SnapshotRef | None = None
     previous: TrackDelta | None = None
     deltas = []
     for i, events in enumerate(batches):
@@ -43,13 +45,13 @@ def run_fold(
             # Rebuild: the snapshot at base_ms plus every interval after it.
             first = (base_ms or 0) // SLIDE
             intervals = [((j + 1) * SLIDE, tagged(batches[j])) for j in range(first, i + 1)]
-            delta = fold(0, None, base_ms, base_path, intervals, fns)
+            delta = fold(0, None, base_ms, base, intervals, fns)
         else:
-            delta = fold(0, previous, base_ms, base_path, [(t, tagged(events))], fns)
+            delta = fold(0, previous, base_ms, base, [(t, tagged(events))], fns)
         deltas.append(delta)
         previous = delta
         if compact_every and (i + 1) % compact_every == 0:
-            _, base_path = compact(delta, f"{directory}/{t}")
+            _, base = compact(delta, f"{directory}/{t}")
             base_ms = t
     return deltas
 
@@ -95,7 +97,7 @@ def test_an_interval_reads_only_active_and_expiring_keys(tmp_path: Path) -> None
     idle = [(f"idle{i}", ((0, i), "join")) for i in range(5000)]
     first = fold(0, None, None, None, [(1000, idle)], fns)
     _, snap = compact(first, str(tmp_path / "1000"))
-    with StateTable(snap) as table:
+    with StateTable(snap.open(LocalTaskFiles())) as table:
         assert table.count() == 5000
     delta = fold(0, None, 1000, snap, [(2000, [("new", ((0, 0), "join"))])], fns)
     assert len(delta.entries) == 1
