@@ -90,11 +90,12 @@ class KafkaOffsets:
                 snap.problems.append(f"list offsets ({name}): {exc.args[0]}")
                 return snap
             got: dict[TP, int] = {}
-            for tp, future in futures.items():
+            for ck_tp, future in futures.items():
                 try:
-                    got[(tp.topic, tp.partition)] = int(future.result(_left(deadline)).offset)
+                    offset = int(future.result(_left(deadline)).offset)
+                    got[(ck_tp.topic, ck_tp.partition)] = offset
                 except Exception as exc:
-                    snap.problems.append(f"{tp.topic}-{tp.partition} {name} offset: {exc}")
+                    snap.problems.append(f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}")
             answers[name] = got
         for tp in partitions:
             if tp in answers["earliest"] and tp in answers["latest"]:

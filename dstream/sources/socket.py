@@ -200,7 +200,7 @@ class SocketInputDStream(InputDStream):
             return self._buffer_lock.wait_for(lambda: len(self._buffer) >= count, timeout_s)
 
     def _description(self) -> str:
-        return f"{self._operator}[{self.hostname}:{self.port}]"
+        return f"{self._operator}[{self._hostname}:{self._port}]"
 
     def _read(self, time: Time) -> RDD[Any]:
         with self._buffer_lock:

@@ -201,7 +201,7 @@ def test_an_interval_posted_just_before_stop_is_dropped_not_an_error(harness: An
     h.run_batches(1)
     scheduler = h.ssc._scheduler
     entered, release, pool_down = threading.Event(), threading.Event(), threading.Event()
-    generate, shutdown = scheduler._generate, scheduler._pool.shutdown
+    generate, shutdown = scheduler._generate, scheduler._jobs._pool.shutdown
 
     def held_generate(time: Any) -> None:
         entered.set()
@@ -213,7 +213,7 @@ def test_an_interval_posted_just_before_stop_is_dropped_not_an_error(harness: An
         pool_down.set()
 
     scheduler._generate = held_generate  # the loop holds the next interval, not yet generated
-    scheduler._pool.shutdown = noted_shutdown
+    scheduler._jobs._pool.shutdown = noted_shutdown
     h.clock.advance(1000)
     assert entered.wait(60)
     stopper = threading.Thread(target=lambda: h.ssc.stop(stopSparkContext=False))
