@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ def test_every_extra_is_documented_in_the_readme() -> None:
 
 
 def test_streams_and_the_context_show_only_the_documented_api(sc: Any, tmp_path: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))  # the socket stream connects to it
     ssc = StreamingContext(sc, 1, clock=ManualClock(0))
     queue = ssc.queueStream([[1, 2]])
     pairs = queue.map(lambda x: (x, 1))
@@ -54,6 +56,7 @@ def test_streams_and_the_context_show_only_the_documented_api(sc: Any, tmp_path:
         "textFileStream": ssc.textFileStream(str(tmp_path)),
         "textBatchStream": ssc.textBatchStream(str(tmp_path)).dstream,
         "rateStream": ssc.rateStream(10),
+        "socketTextStream": ssc.socketTextStream("127.0.0.1", server.getsockname()[1]),
         "map": pairs,
         "window": pairs.window(2),
         "reduceByKeyAndWindow": pairs.reduceByKeyAndWindow(operator.add, operator.sub, 2),
@@ -73,3 +76,4 @@ def test_streams_and_the_context_show_only_the_documented_api(sc: Any, tmp_path:
         assert public(ssc) == PYSPARK_CONTEXT | CONTEXT_EXTRAS
     finally:
         ssc.stop(stopSparkContext=False)
+        server.close()
