@@ -1,13 +1,14 @@
 # One entry point for humans and CI.
 #   make run    set up the environment and run the main job (streaming word count on local Spark)
 #   make video  the video-analytics monitor on its event generator for a minute (apps/video_monitor.py)
-#   make test   set up, build the JVM pieces, lint, type-check and run the whole test suite
+#   make test   set up, build the JVM pieces, install Chromium (the Streaming tab's browser tests),
+#               lint, type-check and run the whole test suite
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster run video lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim minicluster browser run video lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -23,6 +24,10 @@ shim: setup
 minicluster: setup
 	bash jvm-shim/minicluster/build.sh
 
+# Headless Chromium from Debian's packages, for tests/browser (quiet when already installed).
+browser:
+	bash scripts/ensure-chromium.sh
+
 run: shim
 	$(PY) apps/wordcount.py --source rate --rate 2000 --seconds 20
 
@@ -34,7 +39,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim minicluster lint clean-install-smoke
+test: shim minicluster browser lint clean-install-smoke
 	$(PY) -m pytest -q
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,

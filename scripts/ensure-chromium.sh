@@ -40,7 +40,7 @@ command -v apt-get >/dev/null 2>&1 || {
 
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq >/dev/null
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
 path="$(find_chromium)" || {
   echo "scripts/ensure-chromium.sh: apt-get installed chromium but it is not on PATH" >&2
   exit 1

@@ -5,7 +5,12 @@ itself in a browser)."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+import pytest
+
+from dstream.scheduler import webui
 
 from .conftest import Harness
 
@@ -93,3 +98,36 @@ def test_two_contexts_on_one_spark_context_do_not_clash(harness: Any) -> None:
     assert one.ssc._web_ui is not None and two.ssc._web_ui is not None
     assert json.loads(one.ssc._web_ui._handle.batchJson(1000))["numInputRows"] == 1
     assert json.loads(two.ssc._web_ui._handle.batchJson(1000))["numInputRows"] == 4
+
+
+def test_a_shim_built_before_the_tab_is_named_with_the_fix(
+    harness: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    monkeypatch.setattr(webui, "UI_CLASS", "io.dstream.shim.ui.NoSuchClass")
+    h: Harness = harness()
+    seen: list[int] = []
+    h.ssc.queueStream([[1, 2]]).foreachRDD(lambda rdd: seen.append(rdd.count()))
+    with caplog.at_level(logging.WARNING, logger="dstream.scheduler.webui"):
+        h.ssc.start()
+    assert "has no Streaming tab: it was built before the tab was added" in caplog.text
+    assert "Rebuild it with `make shim` and restart the driver" in caplog.text
+    assert h.ssc._web_ui is None
+    h.run_batches(1)
+    assert seen == [2]  # the program runs without the tab
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_documents_of_another_format_are_refused_with_the_fix(
+    harness: Any, monkeypatch: Any, caplog: Any, version: int
+) -> None:
+    monkeypatch.setattr(webui, "FORMAT_VERSION", version)
+    h: Harness = harness()
+    h.ssc.queueStream([[1]]).foreachRDD(lambda rdd: rdd.count())
+    with caplog.at_level(logging.WARNING, logger="dstream.scheduler.webui"):
+        h.ssc.start()
+    assert (
+        f"the driver sends Streaming tab documents of format {version}, this shim reads "
+        "format 1: rebuild the shim (make shim) and restart the driver"
+    ) in caplog.text
+    assert h.ssc._web_ui is None
+    h.run_batches(1)

@@ -70,7 +70,8 @@ final class BatchPage extends WebUIPage {
     item(out, "scheduling-delay", "Scheduling delay", Html.ms(d.path("schedulingDelay")));
     item(out, "processing-time", "Processing time", Html.ms(d.path("processing")));
     item(out, "total-delay", "Total delay", Html.ms(d.path("totalDelay")));
-    item(out, "backlog", "Backlog (intervals due, not generated)", Html.text(batch.path("backlog")));
+    String backlog = Html.text(batch.path("backlog"));
+    item(out, "backlog", "Backlog (intervals due, not generated)", backlog);
     if (tasks.isObject()) {
       item(out, "tasks", "Tasks", Html.count(tasks.path("tasks")) + " ("
           + Html.count(tasks.path("speculative")) + " speculative, "

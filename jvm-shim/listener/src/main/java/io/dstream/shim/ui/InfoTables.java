@@ -47,8 +47,10 @@ final class InfoTables {
       out.append("<tr class=\"state-row\"><td class=\"state-name\">");
       out.append(Html.text(state.path("name"))).append("</td><td>");
       out.append(Html.text(state.path("operator"))).append("</td><td class=\"last-checkpoint\">");
-      out.append(Html.text(state.path("lastCheckpoint"))).append("</td><td class=\"checkpoint-age\">");
-      out.append(Html.ms(state.path("checkpointAgeMs"))).append("</td><td class=\"lineage-depth\">");
+      out.append(Html.text(state.path("lastCheckpoint")));
+      out.append("</td><td class=\"checkpoint-age\">");
+      out.append(Html.ms(state.path("checkpointAgeMs")));
+      out.append("</td><td class=\"lineage-depth\">");
       out.append(Html.text(state.path("lineageDepth"))).append("</td><td class=\"memory\">");
       out.append(Html.bytes(state.path("memoryUsedBytes"))).append("</td></tr>");
     }

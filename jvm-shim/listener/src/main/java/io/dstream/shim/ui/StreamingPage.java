@@ -75,7 +75,8 @@ final class StreamingPage extends WebUIPage {
     for (ContextStatus c : contexts) {
       JsonNode doc = c.context();
       JsonNode latest = c.latest();
-      String href = Views.url(request, tab, "/" + StreamingTab.PREFIX + "/?id=" + Views.param(c.key()));
+      String path = "/" + StreamingTab.PREFIX + "/?id=" + Views.param(c.key());
+      String href = Views.url(request, tab, path);
       out.append("<tr data-context=\"").append(Html.esc(c.key())).append('"');
       if (c == selected) {
         out.append(" class=\"table-active\"");
@@ -119,7 +120,8 @@ final class StreamingPage extends WebUIPage {
     out.append("<strong>").append(Html.text(doc.path("startedAt"))).append("</strong> (<strong>");
     out.append(Html.count(doc.path("totals").path("batches"))).append("</strong> completed ");
     out.append("batches, <strong>").append(Html.count(doc.path("totals").path("failedBatches")));
-    out.append("</strong> failed, <strong>").append(Html.count(doc.path("totals").path("inputRows")));
+    out.append("</strong> failed, <strong>");
+    out.append(Html.count(doc.path("totals").path("inputRows")));
     out.append("</strong> records)</p>\n");
     if (batches.isEmpty()) {
       out.append("<p id=\"no-batches\">No batch has completed yet.</p>");
@@ -146,7 +148,8 @@ final class StreamingPage extends WebUIPage {
   }
 
   private static List<JsonNode> newest(List<JsonNode> oldestFirst, int n) {
-    List<JsonNode> out = new ArrayList<>(oldestFirst.subList(Math.max(0, oldestFirst.size() - n), oldestFirst.size()));
+    int size = oldestFirst.size();
+    List<JsonNode> out = new ArrayList<>(oldestFirst.subList(Math.max(0, size - n), size));
     Collections.reverse(out);
     return out;
   }
@@ -183,16 +186,21 @@ final class StreamingPage extends WebUIPage {
     out.append("<thead><tr><th style=\"width: 160px;\"></th><th style=\"width: 492px;\">");
     out.append("Timelines (last ").append(n).append(" batches)</th>");
     out.append("<th style=\"width: 350px;\">Histograms</th></tr></thead><tbody>");
-    out.append(row(charts, "input-rate", "Input Rate", "records/sec", avg(rate, "%,.2f records/sec"),
-        "Records read per second of batch time", xs, rate, minX, maxX, maxRate, null));
-    out.append(row(charts, "scheduling-delay", "Scheduling Delay", "ms", avg(scheduling, "%,.0f ms"),
-        "From the batch time until its first job started (includes job generation)",
-        xs, scheduling, minX, maxX, maxDelay, null));
-    out.append(row(charts, "processing-time", "Processing Time", "ms", avg(processing, "%,.0f ms"),
-        "From the batch's first job's start until its last job's end",
-        xs, processing, minX, maxX, maxDelay, interval));
-    out.append(row(charts, "total-delay", "Total Delay", "ms", avg(total, "%,.0f ms"),
-        "From the batch time until the batch completed", xs, total, minX, maxX, maxDelay, null));
+    Axis x = new Axis(xs, minX, maxX);
+    out.append(
+        row(charts, "input-rate", "Input Rate", "records/sec", avg(rate, "%,.2f records/sec"),
+            "Records read per second of batch time", x, rate, maxRate, null));
+    out.append(
+        row(charts, "scheduling-delay", "Scheduling Delay", "ms", avg(scheduling, "%,.0f ms"),
+            "From the batch time until its first job started (includes job generation)",
+            x, scheduling, maxDelay, null));
+    out.append(
+        row(charts, "processing-time", "Processing Time", "ms", avg(processing, "%,.0f ms"),
+            "From the batch's first job's start until its last job's end",
+            x, processing, maxDelay, interval));
+    out.append(
+        row(charts, "total-delay", "Total Delay", "ms", avg(total, "%,.0f ms"),
+            "From the batch time until the batch completed", x, total, maxDelay, null));
     out.append("</tbody></table>\n");
     return out.append(charts.scripts()).toString();
   }
@@ -205,9 +213,12 @@ final class StreamingPage extends WebUIPage {
     return String.format(Locale.ROOT, format, sum / values.length);
   }
 
+  /** The batch times of the timelines, and their range. */
+  private record Axis(long[] xs, long min, long max) {}
+
   private static String row(Charts charts, String id, String title, String unit, String avg,
-      String help, long[] xs, double[] ys, long minX, long maxX, double maxY, Double line) {
-    String[] cells = charts.series(id, xs, ys, minX, maxX, maxY, unit, line);
+      String help, Axis x, double[] ys, double maxY, Double line) {
+    String[] cells = charts.series(id, x.xs(), ys, x.min(), x.max(), maxY, unit, line);
     return "<tr id=\"" + id + "\"><td style=\"vertical-align: middle;\"><div style=\"width: "
         + "160px;\"><div><strong title=\"" + Html.esc(help) + "\">" + title + "</strong></div>"
         + "<div class=\"avg\">Avg: " + Html.esc(avg) + "</div></div></td><td class=\"timeline\">"
@@ -230,12 +241,14 @@ final class StreamingPage extends WebUIPage {
       out.append("<td id=\"batch-").append(time).append("\" isFailed=\"").append(failed);
       out.append("\" sorttable_customkey=\"").append(time).append("\" class=\"batch-time\">");
       out.append(Views.batchLink(request, tab, c, b)).append("</td>");
-      out.append("<td class=\"records\">").append(Html.count(b.path("numInputRows"))).append("</td>");
+      out.append("<td class=\"records\">").append(Html.count(b.path("numInputRows")));
+      out.append("</td>");
       out.append("<td class=\"scheduling-delay\">").append(Html.ms(d.path("schedulingDelay")));
       out.append("</td><td class=\"processing-time\">").append(Html.ms(d.path("processing")));
       out.append("</td><td class=\"total-delay\">").append(Html.ms(d.path("totalDelay")));
       out.append("</td><td class=\"outputs\">").append(Views.outputsDone(b)).append("</td>");
-      out.append("<td class=\"jobs\">").append(Views.jobLinks(request, tab, Views.batchJobs(jobs, b)));
+      out.append("<td class=\"jobs\">");
+      out.append(Views.jobLinks(request, tab, Views.batchJobs(jobs, b)));
       out.append("</td><td class=\"read\">").append(Views.batchRead(b, 3)).append("</td>");
       out.append("<td class=\"stragglers\">").append(Views.stragglers(b)).append("</td>");
       out.append("<td class=\"error\">").append(Views.batchError(b, 200)).append("</td></tr>");

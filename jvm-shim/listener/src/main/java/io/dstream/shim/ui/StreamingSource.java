@@ -38,7 +38,8 @@ public final class StreamingSource implements Source {
             });
     batchGauge("lastCompletedBatch.time", b -> b.path("batchId"));
     batchGauge("lastCompletedBatch.inputRecords", b -> b.path("numInputRows"));
-    batchGauge("lastCompletedBatch.schedulingDelayMs", b -> b.path("durationMs").path("schedulingDelay"));
+    batchGauge(
+        "lastCompletedBatch.schedulingDelayMs", b -> b.path("durationMs").path("schedulingDelay"));
     batchGauge("lastCompletedBatch.processingTimeMs", b -> b.path("durationMs").path("processing"));
     batchGauge("lastCompletedBatch.totalDelayMs", b -> b.path("durationMs").path("totalDelay"));
     batchGauge("lastCompletedBatch.backlog", b -> b.path("backlog"));

@@ -27,6 +27,16 @@ import scala.Option;
  * <p>What is pushed is rendered as it is: this class and its pages compute nothing about
  * streams, they only lay out the numbers the Python engine sends (see {@code
  * dstream/scheduler/webui.py}, the one definition of the documents).
+ *
+ * <h2>Spark APIs used</h2>
+ *
+ * Besides public API, members that are {@code private[spark]} in Scala but public in bytecode,
+ * as every third-party Spark UI tab uses them: {@code SparkUITab}, {@code WebUIPage}, {@code
+ * UIUtils.headerSparkPage}/{@code prependBaseUri}, {@code CspNonce} (Spark's pages allow inline
+ * scripts only with the request's nonce), {@code SparkContext.ui()}/{@code statusStore()} (the
+ * jobs a batch ran, as the Jobs tab has them), and the metrics {@code Source} trait. The jar is
+ * compiled against the exact Spark jars of the installed pyspark, so a change there fails the
+ * build rather than a run.
  */
 public final class StreamingUI {
   /** Version of the documents' format; the Python side sends the version it writes. */
