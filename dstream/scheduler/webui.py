@@ -30,9 +30,9 @@ This module is the one definition of the documents (``FORMAT_VERSION``)::
                  executor monitor's count for the batch; null if it has none)
 
 A batch's stragglers and tasks can be learnt after it completed (the JVM's listener bus runs
-behind), so the last ``REPUSH_BATCHES`` batches are rebuilt at every push, and every
-``REFRESH_S`` seconds, and pushed again when they changed. The builders are pure functions,
-tested without Spark.
+behind), so the executor monitor's record of the last ``REPUSH_BATCHES`` batches is read
+again at every push, and every ``REFRESH_S`` seconds, and a batch is pushed again when it
+changed. The builders are pure functions, tested without Spark.
 """
 
 from __future__ import annotations
@@ -247,7 +247,8 @@ class StreamingTabFeed(StreamingListener):
         self._totals = Totals()
         # batch ms -> (progress record, job descriptions): the batches rebuilt at each push
         self._recent: dict[int, tuple[dict[str, Any], list[str]]] = {}
-        self._pushed: dict[int, str] = {}  # batch ms -> the document last pushed
+        # batch ms -> its tasks document last pushed: the only part of a batch that changes
+        self._pushed: dict[int, dict[str, Any] | None] = {}
         self._pushed_context: str | None = None
         self._failures = 0
         self._stopping = threading.Event()
@@ -345,14 +346,14 @@ class StreamingTabFeed(StreamingListener):
 
     # ---- helpers ------------------------------------------------------------------------------
     def _push(self, only_changes: bool = False) -> None:
-        """Pushes the context document and the recent batches whose documents changed (with
-        ``only_changes``: nothing if nothing changed). Holds ``_lock``."""
+        """Pushes the context document and the recent batches that are new or whose task
+        counts changed (with ``only_changes``: nothing if nothing changed). Holds ``_lock``."""
         docs = []
         for ms in sorted(self._recent):
-            text = json.dumps(self._batch_document(ms))
-            if self._pushed.get(ms) != text:
-                docs.append(text)
-                self._pushed[ms] = text
+            tasks = tasks_document(self._monitor.tasks_of(Time(ms)))
+            if ms not in self._pushed or self._pushed[ms] != tasks:
+                docs.append(json.dumps(self._batch_document(ms, tasks)))
+                self._pushed[ms] = tasks
         for ms in [ms for ms in self._pushed if ms not in self._recent]:
             del self._pushed[ms]
         context = json.dumps(self._context_document())
@@ -366,13 +367,13 @@ class StreamingTabFeed(StreamingListener):
             if self._failures == 1:
                 log.warning("Streaming tab: pushing a batch to the JVM failed", exc_info=True)
 
-    def _batch_document(self, ms: int) -> dict[str, Any]:
+    def _batch_document(self, ms: int, tasks: dict[str, Any] | None) -> dict[str, Any]:
         record, descriptions = self._recent[ms]
         return batch_document(
             record,
             group=job_group(self._ssc._job_group_prefix, Time(ms)),
             descriptions=descriptions,
-            tasks=tasks_document(self._monitor.tasks_of(Time(ms))),
+            tasks=tasks,
         )
 
     def _context_document(self, stopped_ms: int | None = None) -> dict[str, Any]:
