@@ -7,7 +7,7 @@ the given port and Spark's PrometheusServlet, and two StreamingContexts on it.
   ``poison-*`` (so one batch fails and shows its error);
 - context "queue": a ``queueStream`` of small lists, counted.
 
-Both run on real time (real delays) for ``--batches`` intervals; then their clocks stop, so
+Both run on real time (real delays) for ``--batches`` intervals; then their clocks hold, so
 no further batch comes and the UI and the metrics hold still while the test reads them. The program prints one JSON line (``{"ui": ..., "appId": ..., "contexts": {key:
 {"progress": recentProgress, ...}}}``) and then obeys lines on stdin: ``stop <key>`` stops that
 StreamingContext (not the SparkContext) and prints ``stopped <key>``; ``exit`` stops all.
@@ -148,7 +148,7 @@ def main() -> None:
     files.start()
     queue.start()
 
-    # One file per interval (the third one poisoned), then time stops: the batches due by then
+    # One file per interval (the third one poisoned), then the clocks hold: the batches due by then
     # are all there will be. The engine may run behind (a loaded machine): the file of each
     # interval is chosen by its modification time, whenever the interval is generated.
     for i in range(args.batches):
@@ -158,6 +158,9 @@ def main() -> None:
         tmp = work / f".{name}"
         tmp.write_text("".join(lines))
         os.replace(tmp, work / "in" / name)
+        # Modified now, after the rename: an interval that listed the directory before the
+        # rename cannot have skipped it for good (the source chooses by modification time).
+        os.utime(work / "in" / name)
         next_interval(files_clock)
     settle([(files, files_clock), (queue, queue_clock)])
 

@@ -296,7 +296,12 @@ def test_the_metrics_carry_the_same_numbers(run: Run) -> None:
         }
         for name, value in expected.items():
             assert values[prefix + name] == pytest.approx(value), (key, name)
-        assert values[prefix + "lastCompletedBatch_tasks"] >= 1
+    # Task counts are the executor monitor's (they only grow as late task events arrive): the
+    # gauge reads the same document as the last batch's page.
+    last = run.contexts[run.files]["progress"][-1]
+    page = run.dom(f"/dstream/batch/?id={run.files}&batch={last['batchId']}")
+    shown = int(page.find(id="tasks").clean_text.split()[1].replace(",", ""))
+    assert 0 <= values[gauge_prefix(run, run.files) + "lastCompletedBatch_tasks"] <= shown
     state = run.contexts[run.files]["progress"][-1]["stateOperators"][0]
     prefix = gauge_prefix(run, run.files) + "state_totals_"
     assert values[prefix + "lineageDepth"] == state["lineageDepth"]
