@@ -1,14 +1,15 @@
 # One entry point for humans and CI.
 #   make run    set up the environment and run the main job (streaming word count on local Spark)
 #   make video  the video-analytics monitor on its event generator for a minute (apps/video_monitor.py)
-#   make test   set up, build the JVM pieces, lint, type-check and run the whole test suite
+#   make test   set up, build the JVM pieces, install Chromium (the Streaming tab's browser tests),
+#               lint, type-check and run the whole test suite
 #   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster kafka run video traffic lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim minicluster kafka browser run video traffic lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -28,6 +29,10 @@ minicluster: setup
 # connector` adds Spark's Kafka source for bench/kafka.py.
 kafka: setup
 	bash jvm-shim/kafka/build.sh
+
+# Headless Chromium from Debian's packages, for tests/browser (quiet when already installed).
+browser:
+	bash scripts/ensure-chromium.sh
 
 run: shim
 	$(PY) apps/wordcount.py --source rate --rate 2000 --seconds 20
@@ -51,7 +56,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim minicluster kafka lint clean-install-smoke
+test: shim minicluster kafka browser lint clean-install-smoke
 	$(PY) -m pytest -q
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,

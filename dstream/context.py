@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.scheduler.replay import ReplayReport
     from dstream.scheduler.scheduler import JobScheduler
+    from dstream.scheduler.webui import StreamingTabFeed
     from dstream.storage.journal import JournalRecord, MetadataJournal
     from dstream.storage.ownership import Lease
     from dstream.streams.copartitioned import SectionMarks
@@ -110,6 +111,7 @@ class StreamingContext:
         self._error: StreamingJobError | None = None
         self._scheduler: JobScheduler | None = None
         self._monitor: ExecutorMonitor | None = None
+        self._web_ui: StreamingTabFeed | None = None  # the Spark UI's Streaming tab, metrics
         self._checkpoint_dir: str | None = _PROGRAM_CHECKPOINT.get()
         self._temp_storage: str | None = None
         self._section_marks: SectionMarks | None = None
@@ -303,6 +305,7 @@ class StreamingContext:
         from dstream.scheduler.coordinator import BatchCoordinator
         from dstream.scheduler.events import CheckpointFailed, CheckpointWritten
         from dstream.scheduler.scheduler import JobScheduler
+        from dstream.scheduler.webui import attach_web_ui
         from dstream.storage.ownership import claim
 
         with self._state_lock:
@@ -333,6 +336,7 @@ class StreamingContext:
             journal = self._open_journal() if self._checkpoint_dir is not None else None
             self._lease = None if journal is None else claim(journal.fs, journal.directory)
             self._monitor = self._start_monitor()
+            self._web_ui = attach_web_ui(self, self._monitor)
             self._coordinator = BatchCoordinator(self, journal, self._lease, self._monitor)
             scheduler = JobScheduler(
                 self._graph,
@@ -387,7 +391,9 @@ class StreamingContext:
             if policy is not None:
                 raise ShimMissingError(exc.path, needed_by="settings.executor_avoidance") from None
             log.warning(
-                "%s. Running without per-interval task statistics and straggler tracking.", exc
+                "%s. Running without per-interval task statistics and straggler tracking, "
+                "and without the Spark UI's Streaming tab and dstream's metrics.",
+                exc,
             )
             return None
         monitor = ExecutorMonitor(
@@ -553,6 +559,8 @@ class StreamingContext:
             if self._monitor is not None:
                 self._monitor.stop()
             self._bus.stop()
+            if self._web_ui is not None:
+                self._web_ui.stop()
         with self._state_lock:
             self._state_lock.notify_all()
         if self._temp_storage is not None:

@@ -33,11 +33,23 @@ if TYPE_CHECKING:
     from dstream.clock import Clock
     from dstream.streams.output import Job
 
-__all__ = ["JobRunner"]
+__all__ = ["JobRunner", "job_description", "job_group"]
 
 log = logging.getLogger(__name__)
 
 JobKey = tuple[Time, int]  # (interval, output index): the order side effects happen in
+
+
+def job_group(prefix: str, time: Time) -> str:
+    """The Spark job group of an interval's output jobs (``JobScheduler._group``): the
+    executor monitor and the Spark UI's Streaming tab find an interval's jobs by it."""
+    return f"{prefix}-{time.ms}"
+
+
+def job_description(time: Time, output_index: int, label: str) -> str:
+    """The Spark job description of an output operation's jobs (shown on Spark's job pages;
+    the Streaming tab finds an output operation's jobs by it)."""
+    return f"dstream batch {time}, output #{output_index}: {label}"
 
 
 class JobRunner:
@@ -91,7 +103,7 @@ class JobRunner:
         error, attempts = None, 0
         self._sc.setJobGroup(
             self._group(job.time),
-            f"dstream batch {job.time}, output #{job.output_index}: {job.label}",
+            job_description(job.time, job.output_index, job.label),
             interruptOnCancel=True,
         )
         try:

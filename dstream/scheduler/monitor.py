@@ -259,6 +259,12 @@ class ExecutorMonitor:
         with self._lock:
             return sorted(self._avoided)
 
+    @property
+    def avoided_executors(self) -> dict[str, str | None]:
+        """The executors avoided now, with the host each ran on (None if unknown)."""
+        with self._lock:
+            return dict(self._avoided)
+
     # ---- one poll -----------------------------------------------------------------------------
     def poll_now(self) -> None:
         with self._lock:

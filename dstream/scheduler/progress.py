@@ -11,7 +11,8 @@
      "sources": [{"description": "textFileStream[/data/in]", "numInputRows": 2000,
                   "inputRowsPerSecond": 2000.0, "files": ["/data/in/a.txt"]}],
      "stateOperators": [{"name": "totals", "operator": "updateStateByKey at app.py:12",
-                         "lastCheckpoint": "2026-11-26 17:16:50.000", "lineageDepth": 7,
+                         "lastCheckpoint": "2026-11-26 17:16:50.000",
+                         "lastCheckpointMs": 1795713410000, "lineageDepth": 7,
                          "memoryUsedBytes": 1048576}],
      "outputs": [{"name": "saveAsTextFiles at app.py:14", "durationMs": 120, "attempts": 1,
                   "failure": null}]}

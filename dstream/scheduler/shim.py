@@ -37,7 +37,9 @@ __all__ = [
     "TaskEnd",
     "TaskEventFeed",
     "TaskStart",
+    "invoke_static",
     "parse_events",
+    "shim_class",
 ]
 
 #: The jar, as package data (``jvm-shim/build.sh`` puts it there; a wheel ships it).
@@ -311,6 +313,42 @@ def _recorder_class_from_jar(sc: SparkContext, jar: Path) -> Any:
         cls = loader.loadClass(RECORDER_CLASS)
         _loaded[key] = (gateway, cls)
         return cls
+
+
+def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
+    """The ``java.lang.Class`` ``name`` of the shim: from the driver's classpath when the shim
+    is there, otherwise from ``jar`` (default :data:`SHIM_JAR`) through the one class loader per
+    jar that :meth:`TaskEventFeed.attach` uses too (so static state is shared).
+
+    Raises ShimMissingError if the shim is not on the classpath and the jar does not exist,
+    and Py4JJavaError (ClassNotFoundException) if that shim has no class ``name``.
+    """
+    jvm = sc._jvm
+    assert jvm is not None
+    if _class_on_classpath(sc):
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        return jvm.java.lang.Class.forName(name, True, loader)
+    path = SHIM_JAR if jar is None else Path(jar)
+    if not path.is_file():
+        raise ShimMissingError(path)
+    return _recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
+
+
+def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any]) -> Any:
+    """Calls the static ``method`` of the Java class ``cls`` (from :func:`shim_class`) with
+    ``args``, each given as (Java parameter type name, value), through reflection (Py4J's
+    ``jvm.`` lookup does not see classes of the shim's own class loader). An exception thrown
+    by the method is raised as Py4JJavaError of its InvocationTargetException."""
+    gateway = sc._gateway
+    jvm = sc._jvm
+    assert gateway is not None and jvm is not None
+    loader = cls.getClassLoader()
+    types = gateway.new_array(jvm.java.lang.Class, len(args))
+    values = gateway.new_array(jvm.java.lang.Object, len(args))
+    for i, (type_name, value) in enumerate(args):
+        types[i] = loader.loadClass(type_name)
+        values[i] = value
+    return cls.getMethod(method, types).invoke(None, values)
 
 
 def _install_via_reflection(sc: SparkContext, cls: Any) -> Any:

@@ -248,6 +248,7 @@ class StateStream(DStream[Any]):
             "name": self._user_name or self._label,
             "operator": self._label,
             "lastCheckpoint": human_time(published),
+            "lastCheckpointMs": published,
             "lineageDepth": depth,
             "memoryUsedBytes": None if rdd is None else cached_bytes.get(rdd.id()),
         }

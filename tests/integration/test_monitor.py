@@ -59,6 +59,8 @@ def test_without_the_shim_the_program_runs_and_says_what_is_missing(
         h.ssc.start()
     assert f"dstream JVM shim jar not found at {missing}" in caplog.text
     assert "build it with `make shim`" in caplog.text
+    assert "without the Spark UI's Streaming tab and dstream's metrics" in caplog.text
+    assert h.ssc._web_ui is None
     h.run_batches(1)
     assert seen == [[1, 2]]
     with pytest.raises(ContextStateError, match="built \\(`make shim`\\)"):
