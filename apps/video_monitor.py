@@ -296,19 +296,21 @@ def parse_args(argv: list[str] | None = None) -> Any:
     return args
 
 
-def run_until_stopped(ssc: StreamingContext, seconds: float, stop: threading.Event) -> None:
+def run_until_stopped(ssc: StreamingContext, seconds: float, stop: threading.Event) -> bool:
     """Until ``seconds`` have passed (0: no limit), ``stop`` is set (SIGINT, SIGTERM), or
     ``ssc`` is stopped by someone else: Ctrl-D in ``python -m dstream shell``, which runs
-    this program on a thread of its own. A failed interval raises its error."""
+    this program on a thread of its own. True in that last case: the stopper owns the stop
+    (it may still be finishing batches gracefully). A failed interval raises its error."""
     deadline = time.monotonic() + seconds if seconds > 0 else math.inf
     while not stop.is_set():
         left = deadline - time.monotonic()
         if left <= 0:
-            return
+            return False
         # Two things to wait on (the signal's event, the context's stop): look at both
         # every fraction of a second.
         if ssc.awaitTerminationOrTimeout(min(left, 0.2)):
-            return
+            return True
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,13 +348,18 @@ def main(argv: list[str] | None = None) -> int:
         else f"video monitor: events in {directory}, outputs in {out}",
         flush=True,
     )
+    stopped_elsewhere = False
     try:
-        run_until_stopped(ssc, args.seconds, stop)
+        stopped_elsewhere = run_until_stopped(ssc, args.seconds, stop)
     finally:
         if writer is not None:
             writer.stop()
-        ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    print("stopped cleanly", flush=True)
+        # Not a second stop() while the shell's graceful one runs: it would return at once
+        # and clean up the state files under the batches still finishing (engine issue).
+        if not stopped_elsewhere:
+            ssc.stop(stopSparkContext=True, stopGraceFully=True)
+    if not stopped_elsewhere:  # else whoever stopped it reports the end
+        print("stopped cleanly", flush=True)
     return 0
 
 

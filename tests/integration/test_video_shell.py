@@ -134,6 +134,8 @@ def test_ad_hoc_queries_typed_in_the_shell_equal_the_oracle(tmp_path: Path) -> N
         os.write(console.master, b"\x04")  # Ctrl-D at the prompt
         console.expect(r"the program stopped", WAIT_S)
         assert console.proc.wait(WAIT_S) == 0
+        # Stopped gracefully: no interval failed (e.g. on state cleaned up under it).
+        assert "failed at batch" not in console.transcript, console.transcript[-3000:]
     finally:
         if feeder is not None:
             feeder.stop()
