@@ -21,7 +21,17 @@ other process writes (``PYTHONPATH=apps python -m video.generator DIR --live``),
 
 from __future__ import annotations
 
+# WORKAROUND (engine bug, reported with issue 16's shell test): `python -m dstream shell`
+# imports the engine on its main thread while this script starts on another. Two threads
+# importing pyspark at once can fail ("No module named 'pyspark.rdd'": pyspark's __init__
+# adds that name to sys.modules late). Importing the engine first makes this thread wait
+# for the shell's import (or the shell wait for this one) instead. Remove once the shell
+# imports the engine before it starts the program.
+from dstream import StreamingContext
+
+# isort: split
 import json
+import math
 import operator
 import os
 import re
@@ -55,7 +65,7 @@ from video.session import (
 )
 from video.session import update as update_session
 
-from dstream import DStream, StreamingContext, StreamingListener, Time
+from dstream import DStream, StreamingListener, Time
 
 # The package is not installed on executors: ship its functions by value; so are this
 # module's when it is imported rather than run (tests, benchmarks).
@@ -233,6 +243,7 @@ def monitor_config(args: Any) -> MonitorConfig:
             baseline_ms=milliseconds(args.baseline, "--baseline"),
             timeout_ms=milliseconds(args.timeout, "--timeout"),
             stall_ms=milliseconds(args.stall, "--stall"),
+            alert_min_view_ms=milliseconds(args.alert_min_view, "--alert-min-view"),
             hll_precision=args.hll_precision,
             exact_uniques=not args.no_exact_uniques,
         )
@@ -253,12 +264,18 @@ def setup(sc: Any, args: Any, directory: str, out: str) -> StreamingContext:
     return ssc
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> Any:
+    """The command line (``--help`` lists it); exits with a message on a bad one."""
     p = parser(__doc__ or "", sources=("generator", "files"), rate=False)
     p.set_defaults(window="10s", seconds=60.0)
     p.add_argument("--baseline", default="60s", help="alert baseline window")
     p.add_argument("--timeout", default="15s", help="silent sessions are closed after this")
     p.add_argument("--stall", default="10s", help="a session silent this long is stalled")
+    p.add_argument(
+        "--alert-min-view",
+        default="5m",
+        help="viewing an alert needs in the window and in the baseline",
+    )
     p.add_argument("--out", help="output directory (default: a new temporary one)")
     p.add_argument("--partitions", type=int, default=None, help="state partitions")
     p.add_argument("--hll-precision", type=int, default=12, help="2**p registers per sketch")
@@ -266,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="JSON progress lines on stdout")
     add_arguments(p)
     args = p.parse_args(argv)
+    if args.seconds < 0:
+        p.error(f"--seconds {args.seconds:g} must be 0 or more (0: run until stopped)")
     if args.source == "files" and not args.dir:
         p.error("--source files needs --dir DIRECTORY (where the event files appear)")
     if args.source == "generator" and args.checkpoint:
@@ -274,6 +293,28 @@ def main(argv: list[str] | None = None) -> int:
             "old one had not processed, so the generator must run in a process of its own "
             "(PYTHONPATH=apps python -m video.generator DIR --live)"
         )
+    return args
+
+
+def run_until_stopped(ssc: StreamingContext, seconds: float, stop: threading.Event) -> bool:
+    """Until ``seconds`` have passed (0: no limit), ``stop`` is set (SIGINT, SIGTERM), or
+    ``ssc`` is stopped by someone else: Ctrl-D in ``python -m dstream shell``, which runs
+    this program on a thread of its own. True in that last case: the stopper owns the stop
+    (it may still be finishing batches gracefully). A failed interval raises its error."""
+    deadline = time.monotonic() + seconds if seconds > 0 else math.inf
+    while not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        # Two things to wait on (the signal's event, the context's stop): look at both
+        # every fraction of a second.
+        if ssc.awaitTerminationOrTimeout(min(left, 0.2)):
+            return True
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     batch_ms = milliseconds(args.batch, "--batch")
     directory = args.dir or tempfile.mkdtemp(prefix="video-events-")
     os.makedirs(directory, exist_ok=True)
@@ -307,13 +348,18 @@ def main(argv: list[str] | None = None) -> int:
         else f"video monitor: events in {directory}, outputs in {out}",
         flush=True,
     )
+    stopped_elsewhere = False
     try:
-        stop.wait(args.seconds)
+        stopped_elsewhere = run_until_stopped(ssc, args.seconds, stop)
     finally:
         if writer is not None:
             writer.stop()
-        ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    print("stopped cleanly", flush=True)
+        # Not a second stop() while the shell's graceful one runs: it would return at once
+        # and clean up the state files under the batches still finishing (engine issue).
+        if not stopped_elsewhere:
+            ssc.stop(stopSparkContext=True, stopGraceFully=True)
+    if not stopped_elsewhere:  # else whoever stopped it reports the end
+        print("stopped cleanly", flush=True)
     return 0
 
 

@@ -5,17 +5,14 @@ program itself committed. Ctrl-D stops the program gracefully."""
 from __future__ import annotations
 
 import os
-import pty
-import re
-import select
-import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.pty_console import Console
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,39 +35,6 @@ APP = textwrap.dedent(
     ssc.awaitTermination()
     """
 )
-
-
-class Console:
-    """A process on a pseudo-terminal: type lines, wait for output."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen(
-            argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
-        )
-        os.close(slave)
-        self.text = ""
-
-    def expect(self, pattern: str, timeout_s: float = 120) -> re.Match[str]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            match = re.search(pattern, self.text)
-            if match is not None:
-                self.text = self.text[match.end() :]
-                return match
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"no {pattern!r} in {self.text[-2000:]!r}"
-            ready, _, _ = select.select([self.master], [], [], remaining)
-            if ready:
-                try:
-                    chunk = os.read(self.master, 65536)
-                except OSError:  # the process closed the terminal
-                    chunk = b""
-                assert chunk, f"the console ended before {pattern!r}: {self.text[-2000:]!r}"
-                self.text += chunk.decode(errors="replace").replace("\r\n", "\n")
-
-    def send(self, line: str) -> None:
-        os.write(self.master, line.encode() + b"\n")
 
 
 def committed(out: Path) -> dict[int, list[tuple[str, int]]]:
