@@ -21,15 +21,6 @@ other process writes (``PYTHONPATH=apps python -m video.generator DIR --live``),
 
 from __future__ import annotations
 
-# WORKAROUND (engine bug, reported with issue 16's shell test): `python -m dstream shell`
-# imports the engine on its main thread while this script starts on another. Two threads
-# importing pyspark at once can fail ("No module named 'pyspark.rdd'": pyspark's __init__
-# adds that name to sys.modules late). Importing the engine first makes this thread wait
-# for the shell's import (or the shell wait for this one) instead. Remove once the shell
-# imports the engine before it starts the program.
-from dstream import StreamingContext
-
-# isort: split
 import json
 import math
 import operator
@@ -65,7 +56,7 @@ from video.session import (
 )
 from video.session import update as update_session
 
-from dstream import DStream, StreamingListener, Time
+from dstream import DStream, StreamingContext, StreamingListener, Time
 
 # The package is not installed on executors: ship its functions by value; so are this
 # module's when it is imported rather than run (tests, benchmarks).
@@ -354,8 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if writer is not None:
             writer.stop()
-        # Not a second stop() while the shell's graceful one runs: it would return at once
-        # and clean up the state files under the batches still finishing (engine issue).
+        # Whoever stopped it (the shell's Ctrl-D) is finishing the batches gracefully.
         if not stopped_elsewhere:
             ssc.stop(stopSparkContext=True, stopGraceFully=True)
     if not stopped_elsewhere:  # else whoever stopped it reports the end

@@ -314,7 +314,7 @@ class StreamingContext:
                     "start() was called on a StreamingContext that is already running; "
                     "call start() once"
                 )
-            if self._state == "stopped":
+            if self._state in ("stopping", "stopped"):
                 raise ContextStateError(
                     "start() was called on a stopped StreamingContext; it cannot be restarted — "
                     "create a new StreamingContext and define the streams again"
@@ -544,10 +544,16 @@ class StreamingContext:
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
         """Stop generating batches. With ``stopGraceFully`` the batches already generated are
         finished first (up to ``settings.graceful_stop_timeout``); otherwise their jobs are
-        cancelled. Stops the SparkContext too unless ``stopSparkContext=False``."""
+        cancelled. Stops the SparkContext too unless ``stopSparkContext=False``.
+
+        Safe to call from several threads (the shell's Ctrl-D and the program's own stop): a
+        call made while another is stopping the context waits for it to finish."""
         with self._state_lock:
             was = self._state
-            self._state = "stopped"
+            if was == "stopping":
+                self._state_lock.wait_for(lambda: self._state == "stopped")
+                return
+            self._state = "stopping" if was == "active" else "stopped"
         _running.pop(self._id, None)
         if was == "active":
             assert self._scheduler is not None
@@ -561,13 +567,14 @@ class StreamingContext:
             self._bus.stop()
             if self._web_ui is not None:
                 self._web_ui.stop()
-        with self._state_lock:
-            self._state_lock.notify_all()
         if self._temp_storage is not None:
             shutil.rmtree(self._temp_storage, ignore_errors=True)
             self._temp_storage = None
         if stopSparkContext and was != "stopped":
             self._sc.stop()
+        with self._state_lock:
+            self._state = "stopped"  # awaitTermination returns once everything has stopped
+            self._state_lock.notify_all()
 
     @property
     def _marks(self) -> SectionMarks:

@@ -223,3 +223,34 @@ def test_an_interval_posted_just_before_stop_is_dropped_not_an_error(harness: An
     stopper.join(60)
     assert not stopper.is_alive()
     assert scheduler.halted is None
+
+
+def test_a_second_stop_waits_for_the_graceful_one_in_progress(harness: Any) -> None:
+    """The shell's Ctrl-D stops gracefully while the program's own code calls stop() too: the
+    second call must wait for the first (it used to return at once and remove the state
+    storage under the batches still finishing)."""
+    h: Harness = harness()
+    entered, release = threading.Event(), threading.Event()
+    done: list[int] = []
+
+    def slow(rdd: Any) -> None:
+        entered.set()
+        assert release.wait(60)
+        done.append(rdd.count())
+
+    pairs = h.ssc.queueStream([[("k", 1)]]).map(lambda kv: kv)
+    pairs.track(lambda k, e: e, lambda k, s, e: s + e, 5).foreachRDD(slow)
+    h.ssc.start()
+    h.clock.advance(1000)
+    assert entered.wait(60)
+    graceful = threading.Thread(target=lambda: h.ssc.stop(False, stopGraceFully=True))
+    graceful.start()
+    second_returned = threading.Event()
+    second = threading.Thread(target=lambda: (h.ssc.stop(False), second_returned.set()))
+    second.start()
+    assert not second_returned.wait(1.0)  # still stopping: the batch has not finished
+    release.set()
+    graceful.join(60)
+    second.join(60)
+    assert second_returned.is_set() and done == [1]
+    assert h.ssc.awaitTerminationOrTimeout(0) is True
