@@ -10,8 +10,8 @@ from typing import Any
 from pyspark import SparkContext
 
 from dstream import DStream, StreamingContext, StreamingListener
-from dstream.scheduler.progress import human_time
 from dstream.sparkconf import recommended_conf
+from dstream.time import human_time
 
 
 def parser(

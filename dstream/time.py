@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, overload
 
-__all__ = ["Duration", "Interval", "Time", "to_duration", "to_time"]
+__all__ = ["Duration", "Interval", "Time", "human_time", "to_duration", "to_time"]
 
 
 def _whole_ms(delta: timedelta, what: str) -> int:
@@ -409,3 +409,11 @@ def to_time(value: object, what: str = "time") -> Time:
     if ms != ms.to_integral_value():
         raise ValueError(f"{what} {value!r} is not a whole number of milliseconds")
     return Time(int(ms))
+
+
+def human_time(t: Time | int | None) -> str | None:
+    """``2026-11-26 17:16:57.500``: a time as people read it (local time, milliseconds)."""
+    if t is None:
+        return None
+    ms = t.ms if isinstance(t, Time) else t
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]

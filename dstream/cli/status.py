@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dstream.scheduler.progress import human_time
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
+from dstream.time import human_time
 
 __all__ = ["directory_status", "run_status"]
 

@@ -8,7 +8,7 @@ import re
 import traceback
 
 from dstream.errors import StreamingJobError
-from dstream.time import Time
+from dstream.time import Time, human_time
 
 __all__ = ["describe_failure", "task_traceback"]
 
@@ -46,7 +46,8 @@ def describe_failure(
         last = tb.strip().splitlines()[-1] if tb.strip() else type(exc).__name__
         operator, summary = output_label, f"{output_label} failed {where}: {last}"
     message = (
-        f"batch {time.ms} ms, output operation #{output_index} ({output_label}): {summary}\n"
+        f"batch {human_time(time)}, output operation #{output_index} ({output_label}): "
+        f"{summary}\n"
         f"--- original traceback ---\n{tb}"
     )
     return StreamingJobError(message, batch_time=time, operation=operator, traceback_text=tb)

@@ -31,20 +31,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from dstream.listener import BatchInfo, StreamingListener
 from dstream.streams.state_base import StateStream
-from dstream.time import Time
+from dstream.time import human_time
 
 if TYPE_CHECKING:
     from dstream.context import StreamingContext
 
 __all__ = ["ConsoleProgress", "ProgressTracker", "human_time", "progress_record"]
-
-
-def human_time(t: Time | int | None) -> str | None:
-    """``2026-11-26 17:16:57.500``: a time as people read it (local time, milliseconds)."""
-    if t is None:
-        return None
-    ms = t.ms if isinstance(t, Time) else t
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _utc(ms: int) -> str:

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from dstream.listener import BatchInfo, StreamingListener
 from dstream.scheduler.jobs import job_description, job_group
-from dstream.scheduler.progress import human_time, progress_record
-from dstream.time import Time
+from dstream.scheduler.progress import progress_record
+from dstream.time import Time, human_time
 
 if TYPE_CHECKING:
     from dstream.context import StreamingContext

@@ -236,7 +236,7 @@ class StateStream(DStream[Any]):
     # ---- progress records --------------------------------------------------------------------
     def _progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
         """This state's entry in the progress record of batch ``time``."""
-        from dstream.scheduler.progress import human_time
+        from dstream.time import human_time
 
         with self._lock:
             rdd = self._generated.get(time)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dstream.cli import main
-from dstream.scheduler.progress import human_time
+from dstream.time import human_time
 
 from .conftest import Harness
 

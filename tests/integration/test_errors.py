@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dstream import ContextStateError, StreamingContext, StreamingJobError, UnpicklableFunctionError
+from dstream.time import human_time
 
 from .conftest import Harness
 
@@ -138,7 +139,9 @@ def test_a_failing_task_is_raised_with_batch_operator_and_traceback(harness: Any
         h.ssc.awaitTerminationOrTimeout(0)
     err = info.value
     first = str(err).splitlines()[0]
-    assert first.startswith("batch 2000 ms, output operation #0 (foreachRDD at test_errors.py:")
+    assert first.startswith(
+        f"batch {human_time(2000)}, output operation #0 (foreachRDD at test_errors.py:"
+    )
     assert "map at test_errors.py:" in first
     assert first.endswith(
         "failed in a task: ValueError: invalid literal for int() with base 10: 'oops'"

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from dstream.scheduler.progress import ConsoleProgress, human_time
+from dstream.scheduler.progress import ConsoleProgress
+from dstream.time import human_time
 
 from .conftest import Harness
 

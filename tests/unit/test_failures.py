@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dstream.errors import UserFunctionError
 from dstream.scheduler.failures import describe_failure, task_traceback
-from dstream.time import Time
+from dstream.time import Time, human_time
 
 # The shape PySpark 4.3 gives a failed task's error (trimmed).
 JAVA_TEXT = """An error occurred while calling o64.collectAndServe.
@@ -49,7 +49,7 @@ def test_a_task_failure_names_batch_output_and_operator() -> None:
     err = describe_failure(Time(3000), 1, "foreachRDD at job.py:30", Py4JJavaError(JAVA_TEXT))
     first = str(err).splitlines()[0]
     assert first == (
-        "batch 3000 ms, output operation #1 (foreachRDD at job.py:30): map at job.py:20 "
+        f"batch {human_time(3000)}, output operation #1 (foreachRDD at job.py:30): map at job.py:20 "
         "failed in a task: ValueError: invalid literal for int() with base 10: 'x'"
     )
     assert err.batch_time == Time(3000)
@@ -70,7 +70,7 @@ def test_a_driver_failure_keeps_its_own_traceback() -> None:
     except UserFunctionError as exc:
         err = describe_failure(Time(1000), 0, "pprint at app.py:9", exc)
     assert str(err).splitlines()[0] == (
-        "batch 1000 ms, output operation #0 (pprint at app.py:9): transform at app.py:7 "
+        f"batch {human_time(1000)}, output operation #0 (pprint at app.py:9): transform at app.py:7 "
         "failed on the driver: KeyError: 'missing'"
     )
     assert "in transform_fn" in err.traceback_text
@@ -79,6 +79,6 @@ def test_a_driver_failure_keeps_its_own_traceback() -> None:
 def test_an_error_outside_user_code_is_named_after_the_output() -> None:
     err = describe_failure(Time(1000), 0, "saveAsTextFiles at app.py:3", OSError("disk full"))
     assert str(err).splitlines()[0] == (
-        "batch 1000 ms, output operation #0 (saveAsTextFiles at app.py:3): "
+        f"batch {human_time(1000)}, output operation #0 (saveAsTextFiles at app.py:3): "
         "saveAsTextFiles at app.py:3 failed on the driver: OSError: disk full"
     )

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from dstream.scheduler.monitor import ExecutorAction, IntervalTasks
-from dstream.scheduler.progress import human_time
 from dstream.scheduler.webui import (
     FORMAT_VERSION,
     Totals,
@@ -19,6 +18,7 @@ from dstream.scheduler.webui import (
     state_metric_names,
     tasks_document,
 )
+from dstream.time import human_time
 
 
 def record(**changes: Any) -> dict[str, Any]:

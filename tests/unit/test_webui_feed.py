@@ -12,9 +12,8 @@ from dstream.clock import ManualClock
 from dstream.listener import BatchInfo, OutputOperationInfo, StreamingListenerBatchCompleted
 from dstream.scheduler.jobs import job_description
 from dstream.scheduler.monitor import IntervalTasks
-from dstream.scheduler.progress import human_time
 from dstream.scheduler.webui import StreamingTabFeed
-from dstream.time import Duration, Time
+from dstream.time import Duration, Time, human_time
 
 
 class Handle:
