@@ -1,21 +1,14 @@
 """File sources: every interval, the new files of a directory become that interval's RDD.
 
-Which files the interval ending at batch time ``t`` takes (:func:`select_new_files`)::
-
-      new(t) = { f in dir : mtime(f) < t,  f not decided before,
-                 name not hidden ('.', '_' prefix: files still being written) }
-      taken(t)   = { f in new(t) : t - mtime(f) <= max_file_age }   (no limit if None)
-      skipped(t) = new(t) - taken(t)                                 (logged, reported)
+Which files an interval takes is :mod:`dstream.sources.file_selection` (the rule, pure);
+how it reads them is :mod:`dstream.sources.file_readers` (exactly those paths). Here: the
+stream, its bookkeeping and its records.
 
 A file is *decided* once an interval took or skipped it, and stays so while it is in the
-directory; with ``newFilesOnly`` the files there at start, modified before it, are decided
-from the outset. A file modified up to ``file_remember`` before its interval is on time; one
-that arrives with an older modification time (``mv``, ``rsync -t``, ``cp -p``, a NameNode
-clock behind the driver's) is taken by the next interval all the same, logged as late, as
-long as it is younger than ``max_file_age`` (Structured Streaming's ``maxFileAge``, 7 days
-by default); older ones are skipped, logged once and counted in the batch's
-``StreamInputInfo`` (``skipped``, ``skipped_count``). The decided set holds only paths that
-are still in the directory, so it is bounded by the directory's size.
+directory: the decided set holds only paths that are still there, so it is bounded by the
+directory's size. A file taken late (older than ``file_remember``) is logged; a file older
+than ``max_file_age`` is skipped, logged once and counted in the batch's
+``StreamInputInfo`` (``skipped``, ``skipped_count``).
 
 The files chosen for each interval are recorded (and journaled), and an interval is only
 ever recomputed from its record, never from a new listing: a listing cannot tell which
@@ -23,17 +16,15 @@ interval a file belonged to. Records are kept while anything may recompute the i
 ``file_remember`` (a restarted driver re-lists with the files of that window on record),
 this stream's remember duration (windows), and every state stream downstream until its
 published checkpoint has passed the interval (a rebuild replays the intervals since it).
-
-After a driver restart the decided set is rebuilt from the records, and files older than
-``file_remember`` that are not on record count as read before the restart: a file moved
-in with an old modification time while the driver was down is not read (logged).
+After a restart, files older than ``file_remember`` that are not on record count as read
+before it: a file moved in with an old modification time while the driver was down is not
+read (logged).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Container, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.sources.base import InputDStream
@@ -43,6 +34,7 @@ from dstream.sources.file_readers import (
     read_text,
     text_batches_reader,
 )
+from dstream.sources.file_selection import Selection, select_new_files, settled_at_restart
 from dstream.storage.filesystem import FileInfo, filesystem_for
 from dstream.storage.paths import split_uri
 from dstream.time import Duration, Time
@@ -67,64 +59,6 @@ log = logging.getLogger(__name__)
 
 # How many skipped paths a batch's StreamInputInfo lists (skipped_count counts them all).
 MAX_REPORTED_SKIPPED = 100
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What one listing decided: the files taken (by modification time, then path), those
-    of them older than the remember window (taken late), and the files skipped as older
-    than the maximum file age."""
-
-    taken: list[FileInfo]
-    late: list[FileInfo]
-    too_old: list[FileInfo]
-
-
-def select_new_files(
-    files: Iterable[FileInfo],
-    batch_time: Time,
-    *,
-    remember: Duration,
-    max_age: Duration | None,
-    decided: Container[str],
-) -> Selection:
-    """The files the interval ending at ``batch_time`` takes and skips (pure; module doc)."""
-    taken, late, too_old = [], [], []
-    for f in files:
-        if f.path in decided or f.modified_ms >= batch_time.ms:
-            continue
-        age = batch_time.ms - f.modified_ms
-        if max_age is not None and age > max_age.ms:
-            too_old.append(f)
-            continue
-        taken.append(f)
-        if age > remember.ms:
-            late.append(f)
-
-    def order(fs: list[FileInfo]) -> list[FileInfo]:
-        return sorted(fs, key=lambda f: (f.modified_ms, f.path))
-
-    return Selection(order(taken), order(late), order(too_old))
-
-
-def settled_at_restart(
-    files: Iterable[FileInfo],
-    batch_time: Time,
-    remember: Duration,
-    recorded: Container[str],
-    start: Time | None = None,
-) -> set[str]:
-    """Files a restarted driver counts as decided before it (pure): those on record, those
-    older than the remember window (what is on record covers at least that window, so an
-    older file not on record was read before its record was pruned, or skipped) and, with
-    ``start`` (newFilesOnly), those modified before the program started."""
-    return {
-        f.path
-        for f in files
-        if f.path in recorded
-        or batch_time.ms - f.modified_ms > remember.ms
-        or (start is not None and f.modified_ms < start.ms)
-    }
 
 
 def check_directory(directory: object, name: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-from dstream.sources.files import Selection, select_new_files, settled_at_restart
+from dstream.sources.file_selection import Selection, select_new_files, settled_at_restart
 from dstream.storage.filesystem import FileInfo
 from dstream.time import Duration, Time
 

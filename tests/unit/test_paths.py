@@ -3,6 +3,7 @@ Hadoop's input formats (pure functions; the integration and HDFS tests read real
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 
@@ -14,6 +15,7 @@ from dstream.storage.paths import (
     local_path,
     resolve_path,
     split_uri,
+    warn_if_unshared,
 )
 
 
@@ -144,3 +146,24 @@ def test_paths_are_joined_so_that_hadoop_splits_them_back_exactly() -> None:
 def test_ordinary_paths_make_one_string() -> None:
     paths = ["file:///in/a.txt", "file:///in/b.txt"]
     assert hadoop_input_groups(paths) == ["file:///in/a.txt,file:///in/b.txt"]
+
+
+class FakeContext:
+    def __init__(self, master: str, app: str) -> None:
+        self.master, self.applicationId = master, app
+
+
+def test_a_local_directory_under_a_cluster_master_is_warned_about_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="dstream.storage.paths")
+    cluster = FakeContext("spark://master:7077", "app-test-warn")
+    for _ in range(3):
+        warn_if_unshared("/data/ckpt", cluster, "the checkpoint directory")  # type: ignore[arg-type]
+    warn_if_unshared("hdfs://nn/ckpt", cluster, "the checkpoint directory")  # type: ignore[arg-type]
+    local = FakeContext("local[2]", "app-test-local")
+    warn_if_unshared("/data/ckpt", local, "the checkpoint directory")  # type: ignore[arg-type]
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("the checkpoint directory /data/ckpt is on the driver's local")
+    assert "spark://master:7077" in messages[0] and "cannot see it" in messages[0]
