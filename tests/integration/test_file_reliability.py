@@ -181,6 +181,24 @@ def test_a_restart_while_a_slow_checkpoint_never_published_recovers_exactly(
         resumed.stop(stopSparkContext=False)
 
 
+def test_an_interval_whose_file_list_is_gone_is_an_error_not_a_new_listing(
+    harness: Any, tmp_path: Path
+) -> None:
+    h: Harness = harness(start_ms=T0)
+    h.ssc.textFileStream(str(tmp_path)).foreachRDD(lambda rdd: None)
+    h.ssc.start()
+    put_interval_file(tmp_path, 1)
+    h.run_batches(2)
+    source = h.ssc._graph.inputs[0]
+    first = Time(T0 + B)
+    with source._lock:  # as if its record had been lost
+        del source._batch_files[first]
+        source._generated.pop(first, None)
+    assert not source._can_compute(first)  # a state would not rebuild through it
+    with pytest.raises(RuntimeError, match=r"whose file list is no longer kept .* cannot be"):
+        source._read(first)
+
+
 # ---- item 6: files with old modification times --------------------------------------------
 class Inputs(StreamingListener):
     def __init__(self) -> None:
