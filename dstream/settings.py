@@ -90,12 +90,14 @@ class StreamingSettings:
     # How many intervals may have jobs running at once (timestep pipelining). 1 runs the
     # intervals strictly one after the other, as pyspark.streaming does by default.
     pipelining_depth: int = 1
-    # A file source considers files modified within this long before the current batch
-    # (rounded up to whole batches), so a file that lands late is still picked up once.
+    # A file modified up to this long before its interval (rounded up to whole batches) is
+    # on time; the files each interval read are kept on record at least this long, and a
+    # restarted driver counts older files that are not on record as read before it.
     file_remember: Duration = field(default_factory=lambda: Duration(60_000))
     # Files older than this when they appear are skipped (logged, counted in the listener's
     # input info); files between file_remember and this age are taken by the next interval.
-    # None: no limit. Structured Streaming's maxFileAge default is 7 days.
+    # None: no limit. Structured Streaming's maxFileAge default is 7 days. At least
+    # file_remember.
     max_file_age: Duration | None = field(default_factory=lambda: Duration(7 * 86_400_000))
     # How long stop(stopGraceFully=True) waits for pending intervals before giving up.
     graceful_stop_timeout: Duration = field(default_factory=lambda: Duration(60_000))
@@ -141,6 +143,12 @@ class StreamingSettings:
         _int(owner, "checkpoint_retries", self.checkpoint_retries, 0, "2 (0: no retry)")
         _int(owner, "max_checkpoint_failures", self.max_checkpoint_failures, 1, "3")
         _int(owner, "max_backlog", self.max_backlog, 1, "10")
+        if self.max_file_age is not None and self.max_file_age < self.file_remember:
+            raise ValueError(
+                f"{owner} max_file_age {self.max_file_age} must be at least file_remember "
+                f"{self.file_remember} (a file on time is never too old); raise max_file_age "
+                "or lower file_remember"
+            )
         if self.on_failed_interval not in ("continue", "halt"):
             raise ValueError(
                 f"{owner} on_failed_interval {self.on_failed_interval!r} must be 'continue' "

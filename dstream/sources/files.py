@@ -1,45 +1,64 @@
 """File sources: every interval, the new files of a directory become that interval's RDD.
 
-Which files are "new" for the interval ending at batch time ``t`` (half-open, like every
-interval here)::
+Which files an interval takes is :mod:`dstream.sources.file_selection` (the rule, pure);
+how it reads them is :mod:`dstream.sources.file_readers` (exactly those paths). Here: the
+stream, its bookkeeping and its records.
 
-      ignore_before = max(start time if newFilesOnly else -inf, t - remember)
-      new(t) = { f in dir : ignore_before <= mtime(f) < t,  f not chosen before,
-                 name not hidden ('.', '_' prefix: files still being written) }
+A file is *decided* once an interval took or skipped it, and stays so while it is in the
+directory: the decided set holds only paths that are still there, so it is bounded by the
+directory's size. A file taken late (older than ``file_remember``) is logged; a file older
+than ``max_file_age`` is skipped, logged once and counted in the batch's
+``StreamInputInfo`` (``skipped``, ``skipped_count``).
 
-A file that appears late (written at w, renamed into the directory after the interval
-covering w was listed) is still taken by a later interval as long as ``w`` is within the
-remember window (60 s by default). The files chosen for each interval are recorded, so an
-interval can be recomputed — after a worker loss or by a restarted driver — from exactly the
-same files.
+The files chosen for each interval are recorded (and journaled), and an interval is only
+ever recomputed from its record, never from a new listing: a listing cannot tell which
+interval a file belonged to. Records are kept while anything may recompute the interval:
+``file_remember`` (a restarted driver re-lists with the files of that window on record),
+this stream's remember duration (windows), and every state stream downstream until its
+published checkpoint has passed the interval (a rebuild replays the intervals since it).
+After a restart, files older than ``file_remember`` that are not on record count as read
+before it: a file moved in with an old modification time while the driver was down is not
+read (logged).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.sources.base import InputDStream
+from dstream.sources.file_readers import (
+    Reader,
+    binary_records_reader,
+    read_text,
+    text_batches_reader,
+)
+from dstream.sources.file_selection import Selection, select_new_files, settled_at_restart
 from dstream.storage.filesystem import FileInfo, filesystem_for
+from dstream.storage.paths import split_uri
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.context import StreamingContext
-    from dstream.storage.taskfs import TaskFiles
+    from dstream.streams.base import DStreamCore
 
-__all__ = ["FileInputDStream", "select_new_files"]
+__all__ = [
+    "FileInputDStream",
+    "Selection",
+    "binary_records_reader",
+    "read_text",
+    "select_new_files",
+    "settled_at_restart",
+    "text_batches_reader",
+]
 
+log = logging.getLogger(__name__)
 
-def select_new_files(
-    files: Iterable[FileInfo], batch_time: Time, ignore_before: Time, seen: Collection[str]
-) -> list[FileInfo]:
-    """The files that belong to the interval ending at ``batch_time`` (pure; see module doc)."""
-    chosen = [
-        f for f in files if ignore_before.ms <= f.modified_ms < batch_time.ms and f.path not in seen
-    ]
-    return sorted(chosen, key=lambda f: (f.modified_ms, f.path))
+# How many skipped paths a batch's StreamInputInfo lists (skipped_count counts them all).
+MAX_REPORTED_SKIPPED = 100
 
 
 def check_directory(directory: object, name: str) -> None:
@@ -48,41 +67,6 @@ def check_directory(directory: object, name: str) -> None:
             f"{name}() directory {directory!r} must be a non-empty path or URI, "
             "e.g. '/data/in' or 'hdfs://namenode:8020/data/in'"
         )
-
-
-Reader = Callable[["StreamingContext", list[str]], "RDD[Any]"]
-
-
-def read_text(ssc: StreamingContext, paths: list[str]) -> RDD[str]:
-    sc = ssc.sparkContext
-    if any("," in p for p in paths):  # Hadoop splits a path list on commas
-        return sc.union([sc.textFile(p) for p in paths])
-    return sc.textFile(",".join(paths))
-
-
-def binary_records_reader(record_length: int) -> Reader:
-    def read(ssc: StreamingContext, paths: list[str]) -> RDD[Any]:
-        sc = ssc.sparkContext
-        rdds = [sc.binaryRecords(p, record_length) for p in paths]
-        return rdds[0] if len(rdds) == 1 else sc.union(rdds)
-
-    return read
-
-
-def text_batches_reader(files: TaskFiles) -> Reader:
-    """Lines as one Arrow string array per task, read in the Python worker through ``files``
-    (see :mod:`dstream.sources.textbatches`). Each file is cut into enough byte ranges that
-    an interval has at least ``defaultParallelism`` tasks."""
-
-    def read(ssc: StreamingContext, paths: list[str]) -> RDD[Any]:
-        from dstream.sources.textbatches import read_text_split
-
-        sc = ssc.sparkContext
-        per_file = max(1, -(-int(sc.defaultParallelism) // len(paths)))
-        splits = [(path, i, per_file) for path in paths for i in range(per_file)]
-        return sc.parallelize(splits, len(splits)).map(lambda split: read_text_split(files, *split))
-
-    return read
 
 
 class FileInputDStream(InputDStream):
@@ -109,17 +93,31 @@ class FileInputDStream(InputDStream):
         self._records_are_batches = batches
 
     # What changes every interval is journaled separately (journal_state), not with the graph.
-    _transient: ClassVar[tuple[str, ...]] = ("_fs", "_batch_files", "_seen", "_recorded_until")
+    _transient: ClassVar[tuple[str, ...]] = (
+        "_fs",
+        "_batch_files",
+        "_batch_skipped",
+        "_decided",
+        "_listed_until",
+        "_restored",
+        "_downstream_states",
+    )
 
     def _init_transient(self) -> None:
         super()._init_transient()
         self._fs = filesystem_for(self._directory, self._ssc.sparkContext)
-        # batch time -> the files chosen for it (kept while they may be needed again).
+        # batch time -> the files chosen for it (kept while an interval may be recomputed).
         self._batch_files: dict[Time, list[str]] = {}
-        self._seen: set[str] = set()
-        # After a restart: intervals up to here must read their recorded files, never a new
-        # listing (that could hand the same file to two intervals).
-        self._recorded_until: Time | None = None
+        # batch time -> the files skipped by its listing (until the batch is reported).
+        self._batch_skipped: dict[Time, list[str]] = {}
+        # Paths still in the directory that an interval took or skipped (None after a
+        # restart, until the first listing settles it).
+        self._decided: set[str] | None = set()
+        # Intervals up to here were listed: they are read from their record, never listed
+        # again (a new listing could hand a file another interval already read).
+        self._listed_until: Time | None = None
+        self._restored = False
+        self._downstream_states: list[Any] | None = None
 
     def _validate(self) -> None:
         if not self._fs.is_dir(self._directory):
@@ -127,6 +125,14 @@ class FileInputDStream(InputDStream):
                 f"{self._operator}() directory {self._directory} does not exist or is not a "
                 "directory; create it before starting the StreamingContext"
             )
+
+    def _start(self) -> None:
+        # With newFilesOnly, what is in the directory at start and modified before it is
+        # not new (after a restart the records say what was read instead).
+        if self._restored or not self._new_files_only:
+            return
+        assert self._zero_time is not None  # set by initialize() before start
+        self._decided = {f.path for f in self._list() if f.modified_ms < self._zero_time.ms}
 
     @property
     def _remember_window(self) -> Duration:
@@ -138,36 +144,116 @@ class FileInputDStream(InputDStream):
     def _description(self) -> str:
         return f"{self._operator}[{self._directory}]"
 
+    def _list(self) -> list[FileInfo]:
+        listed = self._fs.list_files(self._directory)
+        if self._filter is not None:
+            listed = [f for f in listed if self._filter(f.path)]
+        return listed
+
+    def _can_compute(self, time: Time) -> bool:
+        # A past interval is recomputable only from its record.
+        if not super()._can_compute(time):
+            return False
+        listed = self._listed_until
+        return (
+            time in self._generated or time in self._batch_files or listed is None or time > listed
+        )
+
     def _read(self, time: Time) -> RDD[Any] | None:
         paths = self._batch_files.get(time)
-        if paths is None and self._recorded_until is not None and time <= self._recorded_until:
-            raise RuntimeError(
-                f"{self._label}: the files of interval {time} were not kept in the metadata "
-                "journal, so it cannot be recomputed exactly; raise settings.file_remember"
-            )
         if paths is None:
-            assert self._zero_time is not None  # set by initialize() before any interval
-            floor = self._zero_time if self._new_files_only else Time(-(2**62))
-            ignore_before = max(floor, time - self._remember_window)
-            listed = self._fs.list_files(self._directory)
-            if self._filter is not None:
-                listed = [f for f in listed if self._filter(f.path)]
-            paths = [f.path for f in select_new_files(listed, time, ignore_before, self._seen)]
-            self._batch_files[time] = paths
-            self._seen.update(paths)
+            if self._listed_until is not None and time <= self._listed_until:
+                kept = min(self._batch_files, default=None)
+                raise RuntimeError(
+                    f"{self._label} was asked for interval {time}, whose file list is no "
+                    f"longer kept (the oldest kept is {kept}); a new listing could hand it "
+                    "files other intervals already read, so it cannot be recomputed exactly. "
+                    "Lists are kept while any window or state may need them; a checkpoint "
+                    "directory written by an older dstream may lack them: start from a new one"
+                )
+            paths = self._take_new_files(time)
         if not paths:
             self._record_count(time, 0)
             return self._ssc.sparkContext.emptyRDD()
-        return self._reader(self._ssc, paths)
+        return self._reader(self._ssc, [self._spark_path(p) for p in paths])
+
+    @staticmethod
+    def _spark_path(path: str) -> str:
+        # A listed local path is handed to Spark as file:///..., never resolved against
+        # another default file system.
+        return path if split_uri(path)[0] else "file://" + path
+
+    def _take_new_files(self, time: Time) -> list[str]:
+        """List the directory for the new interval ``time``: choose, log, record."""
+        listed = self._list()
+        remember, max_age = self._remember_window, self._ssc._settings.max_file_age
+        if max_age is not None:  # the remember window is rounded up to whole batches
+            max_age = max(max_age, remember)
+        if self._decided is None:  # the first listing after a restart
+            recorded = {p for ps in self._batch_files.values() for p in ps}
+            start = self._zero_time if self._new_files_only else None
+            self._decided = settled_at_restart(listed, time, remember, recorded, start)
+            unrecorded = len(self._decided - recorded)
+            if unrecorded:
+                log.info(
+                    "%s: %d files in %s older than settings.file_remember (%s) are not on "
+                    "record after the restart; they count as read before it",
+                    self._label,
+                    unrecorded,
+                    self._directory,
+                    remember,
+                )
+        chosen = select_new_files(
+            listed, time, remember=remember, max_age=max_age, decided=self._decided
+        )
+        for f in chosen.late:
+            log.info(
+                "%s: %s was modified at %s, %s before interval %s: older than "
+                "settings.file_remember (%s) but within max_file_age, so it is taken now",
+                self._label,
+                f.path,
+                Time(f.modified_ms),
+                Duration(time.ms - f.modified_ms),
+                time,
+                remember,
+            )
+        for f in chosen.too_old:
+            log.warning(
+                "%s: skipped %s: modified at %s, %s before interval %s, older than "
+                "settings.max_file_age (%s); raise max_file_age (or set it to None) to read "
+                "such files",
+                self._label,
+                f.path,
+                Time(f.modified_ms),
+                Duration(time.ms - f.modified_ms),
+                time,
+                max_age,
+            )
+        present = {f.path for f in listed}
+        paths = [f.path for f in chosen.taken]
+        self._decided = {p for p in self._decided if p in present}
+        self._decided.update(paths)
+        self._decided.update(f.path for f in chosen.too_old)
+        self._batch_files[time] = paths
+        self._batch_skipped[time] = [f.path for f in chosen.too_old]
+        self._listed_until = time if self._listed_until is None else max(time, self._listed_until)
+        return paths
 
     def _input_metadata(self, time: Time) -> dict[str, Any]:
         files = list(self._batch_files.get(time, ()))
-        return {"files": files, "Description": "\n".join(files)}
+        skipped = self._batch_skipped.get(time, [])
+        return {
+            "files": files,
+            "Description": "\n".join(files),
+            "skipped": skipped[:MAX_REPORTED_SKIPPED],
+            "skipped_count": len(skipped),
+        }
 
     def _journal_state(self) -> dict[str, Any] | None:
         return {
             "directory": self._directory,
             "_batch_files": {t.ms: list(paths) for t, paths in self._batch_files.items()},
+            "listed_until_ms": None if self._listed_until is None else self._listed_until.ms,
         }
 
     def _restore_state(self, state: dict[str, Any]) -> None:
@@ -177,14 +263,50 @@ class FileInputDStream(InputDStream):
                 f"{state.get('directory')}; keep the directory, or start a new checkpoint"
             )
         self._batch_files = {Time(ms): list(p) for ms, p in state["_batch_files"].items()}
-        self._seen = {p for paths in self._batch_files.values() for p in paths}
-        if self._batch_files:
-            self._recorded_until = max(self._batch_files)
+        listed_ms = state.get("listed_until_ms")
+        if listed_ms is None and self._batch_files:  # a record from before listed_until_ms
+            listed_ms = max(self._batch_files).ms
+        self._listed_until = None if listed_ms is None else Time(listed_ms)
+        self._decided = None
+        self._restored = True
+
+    # ---- how long records are kept --------------------------------------------------------
+    def _states_downstream(self) -> list[Any]:
+        """The state streams whose rebuilds may read this source (found once, from the graph)."""
+        if self._downstream_states is None:
+            from dstream.streams.state_base import StateStream
+
+            def reads_me(stream: DStreamCore[Any], seen: set[int]) -> bool:
+                if stream is self:
+                    return True
+                if id(stream) in seen:
+                    return False
+                seen.add(id(stream))
+                return any(reads_me(p, seen) for p in stream._dependencies)
+
+            self._downstream_states = [
+                s
+                for s in self._ssc._graph.streams
+                if isinstance(s, StateStream) and reads_me(s, set())
+            ]
+        return self._downstream_states
+
+    def _record_horizon(self, time: Time) -> Time:
+        """Records of intervals at or before the returned time are no longer needed."""
+        keep = self._remember_duration or self._slide_duration
+        horizon = min(time - self._remember_window, time - keep)
+        for state in self._states_downstream():
+            floor = state._replay_floor()
+            if floor is not None:
+                # A state's parent may be a window over this source: it reads up to the
+                # window (which is within this stream's remember duration) before its floor.
+                horizon = min(horizon, floor - keep)
+        return horizon
 
     def _clear_metadata(self, time: Time) -> None:
         super()._clear_metadata(time)
-        # A file chosen for an interval older than the remember window can never be chosen
-        # again (its mtime is below every later ignore_before), so forget it.
-        horizon = time - self._remember_window
-        for t in [t for t in self._batch_files if t < horizon]:
-            self._seen.difference_update(self._batch_files.pop(t))
+        horizon = self._record_horizon(time)
+        for t in [t for t in self._batch_files if t <= horizon]:
+            del self._batch_files[t]
+        for t in [t for t in self._batch_skipped if t <= time]:  # reported by now
+            del self._batch_skipped[t]

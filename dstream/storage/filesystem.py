@@ -19,7 +19,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlparse
+
+from dstream.storage.paths import is_local, local_path, qualify, split_uri
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -152,8 +153,8 @@ _renameat2 = _load_renameat2()
 
 
 def _local_path(path: str) -> str:
-    parsed = urlparse(path)
-    return os.path.abspath(parsed.path if parsed.scheme == "file" else path)
+    # Split as Hadoop does: '?' and '#' are file name characters, not a query or fragment.
+    return local_path(path)
 
 
 class LocalFileSystem:
@@ -319,10 +320,16 @@ class HadoopFileSystem:
 
 
 def filesystem_for(path: str, sc: SparkContext | None = None) -> FileSystem:
-    """The local file system for plain paths and ``file://``; Hadoop's for any other scheme."""
-    scheme = urlparse(path).scheme
-    if scheme in ("", "file"):
+    """The file system ``path`` is on, as Spark resolves it: with a SparkContext a path
+    without a scheme is on Hadoop's default file system (``fs.defaultFS``; the local disk
+    only when that is ``file:///``), without one it is local. The local file system for
+    local paths and ``file:``, Hadoop's for any other scheme. A Hadoop file system reached
+    for a scheme-less path is the default one, so it resolves such paths the same way."""
+    if sc is not None:
+        path = qualify(path, sc)
+    if is_local(path):
         return LocalFileSystem()
     if sc is None:
+        scheme = split_uri(path)[0]
         raise ValueError(f"{path!r} needs a SparkContext to reach its file system ({scheme}://)")
     return HadoopFileSystem(sc, path)

@@ -43,6 +43,7 @@ from dstream.storage.integrity import (
     remember_verified,
     sha256_file,
 )
+from dstream.storage.paths import qualify, split_uri, warn_if_unshared
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -174,10 +175,12 @@ class WebHdfsTaskFiles:
 
     @staticmethod
     def _hpath(path: str) -> str:
-        parsed = urlparse(path)
-        if parsed.scheme != "hdfs":
-            raise ValueError(f"{path!r} is not an hdfs:// path")
-        return parsed.path or "/"
+        # Split as Hadoop does ('?', '#' are name characters). A path without a scheme is on
+        # this NameNode: the handle is made only when the default file system is HDFS.
+        scheme, _, rest = split_uri(path)
+        if scheme == "hdfs" or (scheme == "" and rest.startswith("/")):
+            return rest or "/"
+        raise ValueError(f"{path!r} is not an hdfs:// path")
 
     def exists(self, path: str) -> bool:
         return _retrying(lambda: self._client().status(self._hpath(path), strict=False)) is not None
@@ -348,10 +351,14 @@ def webhdfs_url(sc: SparkContext, uri: str) -> str:
 def task_files_for(
     directory: str, sc: SparkContext, what: str = "the checkpoint directory"
 ) -> TaskFiles:
-    """The task-side handle for files under ``directory``; checks that tasks can reach it.
+    """The task-side handle for files under ``directory`` (a path without a scheme is on
+    Hadoop's default file system, as for Spark); checks that tasks can reach it, and warns
+    when it is the driver's local disk under a master whose executors run elsewhere.
     ``what`` names the directory in errors."""
-    scheme = urlparse(directory).scheme
+    directory = qualify(directory, sc)
+    scheme = split_uri(directory)[0]
     if scheme in ("", "file"):
+        warn_if_unshared(directory, sc, what)
         return LocalTaskFiles()
     if scheme == "hdfs":
         url = webhdfs_url(sc, directory)

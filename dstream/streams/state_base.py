@@ -31,6 +31,7 @@ from dstream.functions import UserFunction
 from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
 from dstream.storage.checkpoint import write_partition as _write_partition
 from dstream.storage.filesystem import filesystem_for, publish
+from dstream.storage.paths import qualify
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
 from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only
@@ -119,8 +120,11 @@ class StateStream(DStream[Any]):
         return self._checkpoint_every * 3
 
     def _prepare_storage(self, root: str) -> None:
-        self._root = root
-        self._files = task_files_for(root, self._ssc.sparkContext)
+        # Resolved once (a path without a scheme is on the default file system, as for
+        # Spark), so the driver and the tasks name the same files.
+        sc = self._ssc.sparkContext
+        self._root = qualify(root, sc)
+        self._files = task_files_for(self._root, sc)
 
     def _checkpoint_dir(self, time_ms: int) -> str:
         if self._root is None:
@@ -199,6 +203,16 @@ class StateStream(DStream[Any]):
         with self._lock:
             if self._published_ms is None or time.ms > self._published_ms:
                 self._published_ms = time.ms
+
+    def _replay_floor(self) -> Time | None:
+        """A rebuild folds in only its parent's intervals after this time (the published
+        checkpoint, or the start): older input is never read again by this state. Input
+        streams keep what they need to recompute an interval until every state downstream
+        has passed it (see FileInputDStream)."""
+        with self._lock:
+            if self._published_ms is not None:
+                return Time(self._published_ms)
+        return self._zero_time
 
     def _live_checkpoints(self) -> set[int]:
         """Checkpoints still needed: the published one and those remembered RDDs were built on."""

@@ -2,35 +2,78 @@
 
 from __future__ import annotations
 
-from dstream.sources.files import select_new_files
+from collections.abc import Container
+
+from dstream.sources.file_selection import Selection, select_new_files, settled_at_restart
 from dstream.storage.filesystem import FileInfo
-from dstream.time import Time
+from dstream.time import Duration, Time
+
+REMEMBER = Duration(60_000)
+DAY = 86_400_000
+WEEK = Duration(7 * DAY)
 
 
 def f(name: str, mtime: int) -> FileInfo:
     return FileInfo(f"/in/{name}", mtime, 10)
 
 
-def test_files_modified_inside_the_half_open_window_are_new() -> None:
-    files = [f("a", 999), f("b", 1000), f("c", 1500), f("d", 1999), f("e", 2000)]
-    chosen = select_new_files(files, Time(2000), Time(1000), seen=set())
-    # [1000, 2000): 999 is before the window, 2000 belongs to the next interval.
-    assert [x.path for x in chosen] == ["/in/b", "/in/c", "/in/d"]
+def select(
+    files: list[FileInfo],
+    at: int,
+    decided: Container[str] = frozenset(),
+    max_age: Duration | None = WEEK,
+) -> Selection:
+    return select_new_files(files, Time(at), remember=REMEMBER, max_age=max_age, decided=decided)
 
 
-def test_files_already_chosen_are_not_chosen_again() -> None:
+def paths(files: list[FileInfo]) -> list[str]:
+    return [x.path for x in files]
+
+
+def test_files_modified_before_the_batch_time_are_new_and_later_ones_wait() -> None:
+    files = [f("a", 999), f("b", 1000), f("c", 1999), f("d", 2000), f("e", 2500)]
+    # 2000 and later belong to a later interval (which will take them then).
+    assert paths(select(files, 2000).taken) == ["/in/a", "/in/b", "/in/c"]
+
+
+def test_files_already_decided_are_not_taken_again() -> None:
     files = [f("a", 1500), f("b", 1600)]
-    chosen = select_new_files(files, Time(3000), Time(0), seen={"/in/a"})
-    assert [x.path for x in chosen] == ["/in/b"]
+    assert paths(select(files, 3000, decided={"/in/a"}).taken) == ["/in/b"]
 
 
-def test_a_late_file_is_taken_by_a_later_interval_within_the_remember_window() -> None:
-    # Written at 1500 but renamed into the directory only after interval 2000 was listed.
-    late = f("late", 1500)
-    assert select_new_files([late], Time(3000), Time(3000 - 60_000), seen=set()) == [late]
+def test_a_file_older_than_the_remember_window_is_taken_late() -> None:
+    on_time, late = f("on-time", 100_000 - 60_000), f("late", 100_000 - 60_001)
+    chosen = select([late, on_time], 100_000)
+    assert chosen.taken == [late, on_time] and chosen.late == [late] and chosen.too_old == []
+
+
+def test_a_file_older_than_the_maximum_age_is_skipped() -> None:
+    t = 10 * DAY
+    limit, older = f("limit", t - 7 * DAY), f("older", t - 7 * DAY - 1)
+    chosen = select([older, limit], t)
+    assert chosen.taken == [limit] and chosen.too_old == [older]
+    # Without a maximum age nothing is too old.
+    assert select([older], t, max_age=None).taken == [older]
 
 
 def test_files_are_returned_in_modification_order_then_by_name() -> None:
     files = [f("z", 1200), f("b", 1100), f("a", 1200)]
-    chosen = select_new_files(files, Time(2000), Time(0), seen=set())
-    assert [x.path for x in chosen] == ["/in/b", "/in/a", "/in/z"]
+    assert paths(select(files, 2000).taken) == ["/in/b", "/in/a", "/in/z"]
+
+
+def test_a_restarted_driver_settles_what_is_on_record_or_older_than_the_window() -> None:
+    t = 1_000_000
+    files = [
+        f("recorded", t - 1000),
+        f("recent", t - 1000),  # not on record, within the window: read after the restart
+        f("old", t - 60_001),  # older than the window, not on record: read before
+        f("before-start", t - 50_000),
+    ]
+    settled = settled_at_restart(files, Time(t), REMEMBER, {"/in/recorded"})
+    assert settled == {"/in/recorded", "/in/old"}
+    # With newFilesOnly, files modified before the program started were never new.
+    start = Time(t - 40_000)
+    assert settled_at_restart(files, Time(t), REMEMBER, set(), start) == {
+        "/in/old",
+        "/in/before-start",
+    }
