@@ -64,7 +64,9 @@ def recover(
     from dstream.context import StreamingContext
     from dstream.storage.filesystem import filesystem_for
 
-    if sc is None and "://" in path and not path.startswith("file:"):
+    if sc is None:
+        sc = SparkContext._active_spark_context
+    if sc is None and _needs_spark_to_reach(path, _default_fs):
         sc = SparkContext(conf=SparkConf())
     journal = MetadataJournal(filesystem_for(path, sc), path)
     journal.check_directory(create=False)
@@ -88,6 +90,40 @@ def recover(
     restore_into(ssc, record, rebuild_graph=rebuild_graph)
     ssc._journal = journal
     return ssc
+
+
+def _needs_spark_to_reach(path: str, default_fs: Callable[[], str]) -> bool:
+    """Whether ``path`` is off the local disk: a scheme other than ``file:``, or no scheme
+    while the default file system (``default_fs()``) is not local. A path Spark resolves
+    on HDFS must be read through Spark, never on the local disk."""
+    from dstream.storage.paths import split_uri
+
+    scheme = split_uri(path)[0]
+    if not scheme:
+        scheme = split_uri(default_fs())[0]
+    return scheme not in ("", "file")
+
+
+def _default_fs() -> str:
+    """Hadoop's ``fs.defaultFS`` as a SparkContext started now would see it, when a JVM is
+    there to ask (a context existed, or spark-submit started this process: its JVM holds
+    spark-defaults and HADOOP_CONF_DIR): Spark's ``spark.hadoop.fs.defaultFS`` over Hadoop's
+    core-site.xml. In a plain ``python`` process no JVM is started here, since the context's
+    own settings (driver memory, packages) must reach the JVM when setupFunc starts it: a
+    scheme-less path is then local, and a program that keeps its checkpoint on HDFS names
+    the scheme or passes its SparkContext to getOrCreate."""
+    import os
+
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._jvm is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return "file:///"
+    SparkContext._ensure_initialized()
+    configured = SparkConf().get("spark.hadoop.fs.defaultFS")
+    if configured:
+        return str(configured)
+    jvm: Any = SparkContext._jvm
+    return str(jvm.org.apache.hadoop.conf.Configuration().get("fs.defaultFS", "file:///"))
 
 
 def _log_overrides(saved: StreamingSettings, now: StreamingSettings, whose: str) -> None:
