@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from pyspark import SparkContext
 
-from dstream import DStream, StreamingContext, StreamingListener
+from dstream import DStream, StreamingContext, StreamingJobError, StreamingListener
 from dstream.sparkconf import recommended_conf
 from dstream.time import human_time
 
@@ -85,4 +90,69 @@ def run(ssc: StreamingContext, args: argparse.Namespace) -> int:
     finally:
         ssc.stop(stopSparkContext=True, stopGraceFully=True)
     print("stopped cleanly", flush=True)
+    return 0
+
+
+class JsonReport(StreamingListener):
+    """Each completed interval as one JSON line on stdout (what the recovery tests read)."""
+
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        info = batchCompleted.batchInfo()
+        print(
+            json.dumps(
+                {
+                    "batch_ms": info.batchTime().ms,
+                    "done_ms": int(time.time() * 1000),
+                    "records": info.numRecords(),
+                    "failed": info.failed,
+                }
+            ),
+            flush=True,
+        )
+
+
+def run_resumable(
+    args: argparse.Namespace,
+    name: str,
+    build: Callable[[SparkContext, argparse.Namespace], StreamingContext],
+) -> int:
+    """Resume the program in ``args.checkpoint`` or build it, run it until SIGTERM/SIGINT or
+    ``args.seconds``, and stop gracefully; 1 when an interval failed or the engine halted
+    (e.g. another driver took over the checkpoint directory). Reports one JSON line when
+    started (restored or not) and one per completed interval."""
+    started = time.time()
+    sc = spark(args, name)
+    created: list[bool] = []  # setup runs only when there is nothing to resume
+
+    def setup() -> StreamingContext:
+        created.append(True)
+        return build(sc, args)
+
+    ssc = StreamingContext.getOrCreate(args.checkpoint, setup, sc)
+    ssc.addStreamingListener(JsonReport())
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    ssc.start()
+    print(
+        json.dumps(
+            {
+                "started": True,
+                "restored": not created,
+                "app_id": sc.applicationId,
+                "startup_s": time.time() - started,
+            }
+        ),
+        flush=True,
+    )
+    deadline = time.monotonic() + args.seconds
+    try:
+        # Wake up every second to notice SIGTERM; a failed interval or a halted engine raises.
+        while not stop.is_set() and time.monotonic() < deadline:
+            ssc.awaitTerminationOrTimeout(1)
+    except StreamingJobError as exc:
+        print(f"{name}: {exc}", file=sys.stderr, flush=True)
+        ssc.stop(stopSparkContext=True, stopGraceFully=False)
+        return 1
+    ssc.stop(stopSparkContext=True, stopGraceFully=True)
     return 0

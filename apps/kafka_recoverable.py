@@ -21,16 +21,12 @@ Each completed interval is reported on stdout as one JSON line.
 
 from __future__ import annotations
 
-import json
-import signal
 import sys
-import threading
-import time
 from typing import Any
 
-from _cli import parser, spark
+from _cli import parser, run_resumable
 
-from dstream import StreamingContext, StreamingListener
+from dstream import StreamingContext
 from dstream.kafka import createDirectStream
 
 
@@ -50,21 +46,6 @@ def build(sc: Any, args: Any) -> StreamingContext:
     return ssc
 
 
-class Report(StreamingListener):
-    def onBatchCompleted(self, batchCompleted: Any) -> None:
-        info = batchCompleted.batchInfo()
-        print(
-            json.dumps(
-                {
-                    "batch_ms": info.batchTime().ms,
-                    "records": info.numRecords(),
-                    "failed": info.failed,
-                }
-            ),
-            flush=True,
-        )
-
-
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__ or "")
     p.add_argument("--bootstrap", required=True, help="Kafka bootstrap.servers")
@@ -77,27 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.checkpoint:
         p.error("--checkpoint DIRECTORY is required: it is what a restarted driver resumes from")
-    started = time.time()
-    sc = spark(args, "dstream-kafka-recoverable")
-    created: list[bool] = []  # setup runs only when there is nothing to resume
-
-    def setup() -> StreamingContext:
-        created.append(True)
-        return build(sc, args)
-
-    ssc = StreamingContext.getOrCreate(args.checkpoint, setup, sc)
-    ssc.addStreamingListener(Report())
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    ssc.start()
-    print(
-        json.dumps({"started": True, "restored": not created, "startup_s": time.time() - started}),
-        flush=True,
-    )
-    stop.wait(args.seconds)
-    ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    return 0
+    return run_resumable(args, "dstream-kafka-recoverable", build)
 
 
 if __name__ == "__main__":

@@ -24,17 +24,13 @@ Each completed interval is reported on stdout as one JSON line.
 
 from __future__ import annotations
 
-import json
 import operator
-import signal
 import sys
-import threading
-import time
 from typing import Any
 
-from _cli import parser, spark
+from _cli import parser, run_resumable
 
-from dstream import StreamingContext, StreamingJobError, StreamingListener
+from dstream import StreamingContext
 
 
 def build(sc: Any, args: Any) -> StreamingContext:
@@ -76,22 +72,6 @@ def keyed_file_sink(directory: str) -> Any:
     return sink
 
 
-class Report(StreamingListener):
-    def onBatchCompleted(self, batchCompleted: Any) -> None:
-        info = batchCompleted.batchInfo()
-        print(
-            json.dumps(
-                {
-                    "batch_ms": info.batchTime().ms,
-                    "done_ms": int(time.time() * 1000),
-                    "records": info.numRecords(),
-                    "failed": info.failed,
-                }
-            ),
-            flush=True,
-        )
-
-
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__ or "")
     p.add_argument("--input", required=True)
@@ -101,43 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.checkpoint:
         p.error("--checkpoint DIRECTORY is required: it is what a restarted driver resumes from")
-    started = time.time()
-    sc = spark(args, "dstream-recoverable")
-    created: list[bool] = []  # setup runs only when there is nothing to resume
-
-    def setup() -> StreamingContext:
-        created.append(True)
-        return build(sc, args)
-
-    ssc = StreamingContext.getOrCreate(args.checkpoint, setup, sc)
-    ssc.addStreamingListener(Report())
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    ssc.start()
-    print(
-        json.dumps(
-            {
-                "started": True,
-                "restored": not created,
-                "app_id": sc.applicationId,
-                "startup_s": time.time() - started,
-            }
-        ),
-        flush=True,
-    )
-    deadline = time.monotonic() + args.seconds
-    try:
-        # Wake up every second to notice SIGTERM; a failed interval or a halted engine (e.g.
-        # another driver took over the checkpoint directory) raises here.
-        while not stop.is_set() and time.monotonic() < deadline:
-            ssc.awaitTerminationOrTimeout(1)
-    except StreamingJobError as exc:
-        print(f"dstream-recoverable: {exc}", file=sys.stderr, flush=True)
-        ssc.stop(stopSparkContext=True, stopGraceFully=False)
-        return 1
-    ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    return 0
+    return run_resumable(args, "dstream-recoverable", build)
 
 
 if __name__ == "__main__":

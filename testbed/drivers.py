@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 APP = Path(__file__).resolve().parents[1] / "apps" / "recoverable.py"
 
-__all__ = ["APP", "App", "LocalStorage", "Storage", "wait_for"]
+__all__ = ["APP", "App", "DriverProcess", "LocalStorage", "Storage", "wait_for"]
 
 
 class Storage(Protocol):
@@ -67,10 +67,12 @@ class LocalStorage:
         return (self.root / path).read_text()
 
 
-class App:
-    def __init__(self, storage: Storage, extra_args: list[str]) -> None:
-        self.storage = storage
-        self.extra_args = extra_args
+class DriverProcess:
+    """A driver program (``argv`` after the Python interpreter) that prints a JSON line with
+    ``"started"`` (and ``"restored"``) once running, in a process group of its own."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
         self.proc: subprocess.Popen[str] | None = None
         self.started = threading.Event()
         self.restored: list[bool] = []
@@ -80,15 +82,8 @@ class App:
 
     def start(self) -> None:
         self.started.clear()
-        s = self.storage
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(APP),
-                *("--input", s.uri("in"), "--output", s.uri("out"), "--checkpoint", s.uri("ckpt")),
-                *("--batch", "1s", "--checkpoint-every", "2s", "--quiet"),
-                *self.extra_args,
-            ],
+            [sys.executable, *self.argv],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -123,8 +118,8 @@ class App:
         return "".join(self._stderr) if self._stderr_done.wait(30) else None
 
     def kill9(self) -> None:
-        assert self.proc is not None
-        if self.proc.poll() is None:
+        """kill -9 of the whole process group (no-op if it is not running)."""
+        if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
@@ -133,6 +128,23 @@ class App:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
         assert self.proc.wait(120) == 0
+
+
+class App(DriverProcess):
+    """``apps/recoverable.py`` reading, writing and checkpointing on ``storage``."""
+
+    def __init__(self, storage: Storage, extra_args: list[str]) -> None:
+        s = storage
+        super().__init__(
+            [
+                str(APP),
+                *("--input", s.uri("in"), "--output", s.uri("out"), "--checkpoint", s.uri("ckpt")),
+                *("--batch", "1s", "--checkpoint-every", "2s", "--quiet"),
+                *extra_args,
+            ]
+        )
+        self.storage = storage
+        self.extra_args = extra_args
 
 
 def wait_for(condition: Any, timeout_s: float, what: str, step_s: float = 0.002) -> None:

@@ -4,7 +4,6 @@ checked against counts recomputed from the raw records; and the main job end to 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,6 +24,8 @@ sys.path.insert(0, str(APPS))
 import topk  # noqa: E402
 import wordcount  # noqa: E402
 from pyspark import cloudpickle  # noqa: E402
+
+from tests.run_app import run_app  # noqa: E402
 
 # The apps are scripts, not installed modules: ship their functions by value.
 cloudpickle.register_pickle_by_value(topk)
@@ -88,14 +89,5 @@ def test_wordcount_on_a_directory_of_files(harness: Any, tmp_path: Path, columna
 
 @pytest.mark.parametrize("app", ["wordcount.py", "topk.py"])
 def test_the_apps_run_end_to_end_and_stop_cleanly(app: str) -> None:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, str(APPS / app), "--seconds", "4", "--rate", "500", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_app(APPS / app, ["--seconds", "4", "--rate", "500", "--quiet"])
     assert "top" in done.stdout and done.stdout.rstrip().endswith("stopped cleanly")

@@ -6,7 +6,6 @@ from its command line."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ from traffic.generate import (  # noqa: E402
     write_dataset,
 )
 from traffic.network import CityConfig  # noqa: E402
+
+from tests.run_app import run_app  # noqa: E402
 
 H = 3_600_000
 MIN = 60_000
@@ -111,18 +112,9 @@ def test_the_batch_baseline_on_spark_equals_the_pure_python_one(sc: Any, dataset
 
 def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     args = ["--data", dataset, "--output", str(out), "--seconds", "8", "--batch", "2s"]
     args += ["--window", "10s", "--samples", "20", "--chains", "10", "--history-days", "2"]
-    done = subprocess.run(
-        [sys.executable, str(APPS / "traffic_em.py"), *args, "--start", "06:08"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_app(APPS / "traffic_em.py", [*args, "--start", "06:08"])
     assert "slowest links now:" in done.stdout and "corner to corner" in done.stdout
     assert done.stdout.rstrip().endswith("stopped cleanly")
     committed = sorted(p for p in out.iterdir() if p.name.startswith("estimates-"))

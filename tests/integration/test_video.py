@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from video.events import parse_event
 from video.generator import write_slices
 from video.oracle import Oracle
 
+from tests.run_app import run_app
 from tests.video_case import APPS, INCIDENT, INTERVALS, MONITOR, generator_config
 
 from .conftest import Harness
@@ -98,17 +97,8 @@ def test_every_metric_and_alert_equals_the_oracle(harness: Any, tmp_path: Path) 
 
 
 def test_the_monitor_runs_end_to_end_on_its_generator(tmp_path: Path) -> None:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    args = [sys.executable, str(APPS / "video_monitor.py"), "--seconds", "5", "--out"]
-    done = subprocess.run(
-        [*args, str(tmp_path), "--sessions", "300", "--conf", "spark.ui.enabled=false"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    args = ["--seconds", "5", "--out", str(tmp_path), "--sessions", "300"]
+    done = run_app(APPS / "video_monitor.py", [*args, "--conf", "spark.ui.enabled=false"])
     lines = done.stdout.splitlines()
     assert any(" sessions | window: " in line for line in lines), done.stdout[-2000:]
     assert lines[-1] == "stopped cleanly"

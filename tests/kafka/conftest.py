@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from testbed.kafka import KafkaBroker
-from tests.integration.conftest import Harness
+from tests.integration.conftest import Harness, harness  # noqa: F401  (the same fixture)
 
 HERE = Path(__file__).parent
 _names = itertools.count()
@@ -70,20 +70,6 @@ class Writer:
 @pytest.fixture
 def writer(kafka_broker: KafkaBroker) -> Writer:
     return Writer(kafka_broker)
-
-
-@pytest.fixture
-def harness(sc: Any) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
-    def make(batch_ms: int = 1000, start_ms: int = 0, **kwargs: Any) -> Harness:
-        h = Harness(sc, batch_ms, start_ms, **kwargs)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.ssc.stop(stopSparkContext=False)
 
 
 def records(prefix: str, n: int, keys: int = 5) -> list[tuple[str, str]]:

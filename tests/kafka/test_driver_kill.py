@@ -4,18 +4,14 @@ exactly one interval, and the running counts per key are exact."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from testbed.drivers import DriverProcess
 from testbed.kafka import KafkaBroker
 from tests.kafka.test_broker_restart import Producing
 from tests.recovery.harness import wait_for
@@ -23,48 +19,6 @@ from tests.recovery.harness import wait_for
 pytestmark = pytest.mark.slow
 
 APP = Path(__file__).resolve().parents[2] / "apps" / "kafka_recoverable.py"
-
-
-class App:
-    def __init__(self, args: list[str], logs: Path) -> None:
-        self.args = args
-        self.logs = logs
-        self.proc: subprocess.Popen[str] | None = None
-        self.started = threading.Event()
-        self.restored: list[bool] = []
-
-    def start(self) -> None:
-        self.started.clear()
-        log = self.logs / f"driver-{len(self.restored)}.log"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(APP), *self.args],
-            stdout=subprocess.PIPE,
-            stderr=log.open("w"),
-            text=True,
-            start_new_session=True,  # its process group: the JVM and workers die with it
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        )
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
-        assert self.started.wait(180), "the application did not start"
-
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("{"):
-                event = json.loads(line)
-                if event.get("started"):
-                    self.restored.append(event["restored"])
-                    self.started.set()
-
-    def kill9(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(120) == 0
 
 
 def committed(out: Path, prefix: str) -> dict[int, list[str]]:
@@ -85,13 +39,13 @@ def test_killing_the_driver_while_producers_write_loses_and_doubles_nothing(
     assert callable(new_topic)
     topic = new_topic(3)
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    app = App(
+    app = DriverProcess(
         [
+            str(APP),
             *("--bootstrap", kafka_broker.bootstrap, "--topic", topic),
             *("--output", str(out), "--checkpoint", str(ckpt)),
             *("--batch", "1s", "--checkpoint-every", "2s", "--quiet"),
-        ],
-        tmp_path,
+        ]
     )
     producing = Producing(kafka_broker, topic)
     try:
