@@ -69,13 +69,18 @@ def _lines(f: int, rng: random.Random, n: int) -> list[str]:
     return [f"F{f:05d}-{i} " + " ".join(rng.choices(WORDS, k=4)) for i in range(n)]
 
 
-def _records(storage: LocalStorage, path: str) -> list[Any]:
-    out: list[Any] = []
+def _lines_of(storage: LocalStorage, path: str) -> list[str]:
+    """The lines of an output directory's part files (``lines-*`` holds the input as it is)."""
+    out: list[str] = []
     for part in sorted(storage.names(path)):
         if part.startswith("part-"):
-            text = storage.read_text(f"{path}/{part}")
-            out.extend(ast.literal_eval(line) for line in text.splitlines())
+            out.extend(storage.read_text(f"{path}/{part}").splitlines())
     return out
+
+
+def _records(storage: LocalStorage, path: str) -> list[Any]:
+    """The records of an output of pairs (each line is the repr of a tuple)."""
+    return [ast.literal_eval(line) for line in _lines_of(storage, path)]
 
 
 def _committed(storage: LocalStorage, prefix: str) -> dict[int, str]:
@@ -91,7 +96,7 @@ def _committed(storage: LocalStorage, prefix: str) -> dict[int, str]:
 def check(storage: LocalStorage, sent: list[str], report: Report, batch_ms: int) -> None:
     """Compare every committed interval of every output with the oracle."""
     problems = report.problems
-    lines = {t: _records(storage, d) for t, d in sorted(_committed(storage, "lines").items())}
+    lines = {t: _lines_of(storage, d) for t, d in sorted(_committed(storage, "lines").items())}
     seen = Counter(line for ls in lines.values() for line in ls)
     missing = set(sent) - set(seen)
     doubled = [line for line, n in seen.items() if n > 1]
@@ -192,7 +197,7 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
         report.input_lines = len(sent)
         wait_for(
             lambda: set(sent) <= {ln for d in _committed(storage, "lines").values()
-                                  for ln in _records(storage, d)},
+                                  for ln in _lines_of(storage, d)},
             600, "every input line committed", 0.5,
         )  # fmt: skip
         app.stop()
