@@ -1,0 +1,365 @@
+"""The receiver input stream (driver side): clients' blocks stored on two executors before
+they are acknowledged, each interval the union of the blocks that arrived in it.
+
+::
+
+    client ──"B" seq──▶ handshake ok? ──▶ stored before? ──yes──▶ "A" (and "C" if committed)
+                                              │ no
+                                              ▼
+                          RDD persisted MEMORY_AND_DISK_2, materialised, on 2 executors
+                                              │
+                                              ▼
+                                    pending ──▶ "A" seq
+    generate t   pending blocks ──▶ blocks(t) (their ids on record in the journal) ──▶ RDD(t)
+    complete t   blocks(t) committed (journaled); their "C" goes out at the next completion,
+                 when the journal already says t completed
+    clear t      blocks(t) unpersisted
+
+The receiver runs on the driver (one listening thread per address, one thread per
+connection); the blocks live on executors. What survives what is in docs/receiver.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import traceback
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dstream.listener import (
+    ReceiverInfo,
+    StreamingListenerReceiverError,
+    StreamingListenerReceiverStarted,
+    StreamingListenerReceiverStopped,
+)
+from dstream.receiver.ledger import CommittedBlocks
+from dstream.receiver.protocol import (
+    ACK_COMMITTED,
+    ACK_STORED,
+    HandshakeRefusedError,
+    ProtocolError,
+    accept_handshake,
+    read_block,
+    send_ack,
+)
+from dstream.receiver.storage import NotReplicatedError, StoredBlock, interval_rdd, store_block
+from dstream.sources.base import InputDStream
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from dstream.context import StreamingContext
+
+__all__ = ["ReceiverInputDStream"]
+
+log = logging.getLogger(__name__)
+
+_HANDSHAKE_TIMEOUT_S = 10.0
+_STORE_ATTEMPTS = 6
+Key = tuple[str, int]
+
+
+class _Connection:
+    """One authenticated client connection; acknowledgements are sent under its lock."""
+
+    def __init__(self, sock: socket.socket, client: str) -> None:
+        self.sock, self.client = sock, client
+        self.lock = threading.Lock()
+
+    def ack(self, kind: bytes, seq: int) -> None:
+        with self.lock, contextlib.suppress(OSError):
+            send_ack(self.sock, kind, seq)
+
+
+class ReceiverInputDStream(InputDStream):
+    _counts_in_tasks = False
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        secret: bytes,
+        addresses: list[tuple[str, int]],
+        *,
+        replicas: int,
+        as_text: bool,
+    ) -> None:
+        super().__init__(ssc, name="receiverStream")
+        self._secret = secret
+        self._wanted = list(addresses)
+        self._replicas = replicas
+        self._as_text = as_text
+
+    _transient: ClassVar[tuple[str, ...]] = (
+        "_state_lock",
+        "_store_lock",
+        "_stopping",
+        "_servers",
+        "_threads",
+        "_connections",
+        "_pending",
+        "_intervals",
+        "_known",
+        "_committed",
+        "_to_commit",
+        "_lost",
+        "_restored_until",
+        "_bound",
+        "refusals",
+    )
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        # Guards the state below; waited on by tests for pending blocks.
+        self._state_lock = threading.Condition()
+        self._store_lock = threading.Lock()  # one block stored at a time
+        self._stopping = threading.Event()
+        self._servers: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._connections: dict[str, _Connection] = {}  # client -> its latest connection
+        self._pending: list[StoredBlock] = []  # stored, not yet in an interval
+        self._intervals: dict[Time, list[StoredBlock]] = {}
+        self._known: dict[Key, Time | None] = {}  # stored blocks -> their interval (None: pending)
+        self._committed = CommittedBlocks()
+        self._to_commit: list[Key] = []  # committed, "C" not yet sent
+        # Restored from the journal: intervals whose blocks died with the previous driver.
+        self._lost: dict[Time, list[Key]] = {}
+        self._restored_until: Time | None = None
+        self._bound: list[tuple[str, int]] = []
+        # Refused handshakes, as (peer address, reason), for monitoring and tests.
+        self.refusals: list[tuple[str, str]] = []
+
+    # ---- lifecycle ----
+    def _start(self) -> None:
+        self._stopping.clear()
+        for host, port in self._wanted:
+            server = socket.create_server((host, port))
+            server.settimeout(0.5)
+            self._servers.append(server)
+            self._bound.append(server.getsockname()[:2])
+            self._spawn(self._accept_forever, server)
+        for address in self._bound:
+            info = self._info(True, f"listening on {address[0]}:{address[1]}")
+            self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+        log.info("%s listening on %s", self._label, self._bound)
+
+    def _stop(self) -> None:
+        self._release_commits()  # the intervals completed before stop() are on record
+        self._stopping.set()
+        for server in self._servers:
+            with contextlib.suppress(OSError):
+                server.close()
+        with self._state_lock:
+            connections = list(self._connections.values())
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(timeout=_HANDSHAKE_TIMEOUT_S + 5)
+        with self._state_lock:
+            blocks = self._pending + [b for bs in self._intervals.values() for b in bs]
+            self._pending, self._intervals, self._known = [], {}, {}
+        for block in blocks:
+            block.drop()
+        info = replace(self._info(False), last_error_message="Stopped by driver")
+        self._ssc._bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
+
+    def _spawn(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(
+            target=target, args=args, name=f"dstream-receiver-{self._id}", daemon=True
+        )
+        self._threads.append(thread)
+        thread.start()
+
+    # ---- the listening and connection threads ----
+    def _accept_forever(self, server: socket.socket) -> None:
+        while not self._stopping.is_set():
+            try:
+                sock, peer = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed by _stop
+            self._spawn(self._serve, sock, f"{peer[0]}:{peer[1]}")
+
+    def _serve(self, sock: socket.socket, peer: str) -> None:
+        with sock:
+            try:
+                sock.settimeout(_HANDSHAKE_TIMEOUT_S)
+                client = accept_handshake(sock, self._secret).hex()
+                sock.settimeout(None)
+            except HandshakeRefusedError as exc:
+                self._refused(peer, str(exc), exc)
+                return
+            except (OSError, ProtocolError) as exc:
+                self._refused(peer, f"handshake failed: {exc}", exc)
+                return
+            conn = _Connection(sock, client)
+            with self._state_lock:
+                self._connections[client] = conn
+            try:
+                while not self._stopping.is_set():
+                    block = read_block(sock)
+                    if block is None:
+                        return
+                    self._take_block(conn, *block)
+            except (OSError, ProtocolError, NotReplicatedError) as exc:
+                if not self._stopping.is_set():
+                    message = f"connection from client {client} at {peer} failed: {exc}"
+                    log.warning("%s: %s", self._label, message)
+                    info = self._info(True, message, exc)
+                    self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+
+    def _refused(self, peer: str, reason: str, exc: BaseException) -> None:
+        log.warning("%s refused a client at %s: %s", self._label, peer, reason)
+        self.refusals.append((peer, reason))
+        info = self._info(True, f"refused a client at {peer}: {reason}", exc)
+        self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+
+    def _take_block(self, conn: _Connection, seq: int, raw: list[bytes]) -> None:
+        key = (conn.client, seq)
+        with self._store_lock:
+            with self._state_lock:
+                committed, known = key in self._committed, key in self._known
+            if committed or known:  # sent again after a failure: drop the copy
+                conn.ack(ACK_STORED, seq)
+                if committed:
+                    conn.ack(ACK_COMMITTED, seq)
+                return
+            records: list[Any] = (
+                [r.decode("utf-8", "replace") for r in raw] if self._as_text else raw
+            )
+            block = self._store(conn.client, seq, records)
+            with self._state_lock:
+                self._pending.append(block)
+                self._known[key] = None
+                self._state_lock.notify_all()
+        conn.ack(ACK_STORED, seq)
+
+    def _store(self, client: str, seq: int, records: list[Any]) -> StoredBlock:
+        """Store a block on ``replicas`` executors, trying again while executors come and go
+        (a lost peer is replaced); NotReplicatedError after the last attempt."""
+        sc = self._ssc.sparkContext
+        for attempt in range(1, _STORE_ATTEMPTS + 1):
+            try:
+                return store_block(sc, client, seq, records, self._replicas)
+            except NotReplicatedError as exc:
+                if attempt == _STORE_ATTEMPTS or self._stopping.is_set():
+                    raise
+                log.warning("%s: %s; storing it again (attempt %d)", self._label, exc, attempt + 1)
+                self._stopping.wait(min(0.5 * 2**attempt, 8.0))
+        raise AssertionError("unreachable")
+
+    # ---- every interval ----
+    def _read(self, time: Time) -> RDD[Any]:
+        with self._state_lock:
+            if self._restored_until is not None and time <= self._restored_until:
+                blocks: list[StoredBlock] = []
+                lost = self._lost.pop(time, [])
+                if lost:
+                    log.warning(
+                        "%s: the %d blocks of interval %s were stored by the previous driver "
+                        "and are gone with it; it reads none of them, and their clients send "
+                        "them again (they were never committed) into later intervals",
+                        self._label,
+                        len(lost),
+                        time,
+                    )
+            else:
+                blocks, self._pending = self._pending, []
+            self._intervals[time] = blocks
+            for block in blocks:
+                self._known[block.key] = time
+        self._record_count(time, sum(b.count for b in blocks))
+        return interval_rdd(self._ssc.sparkContext, blocks)
+
+    def _input_metadata(self, time: Time) -> dict[str, Any]:
+        with self._state_lock:
+            blocks = list(self._intervals.get(time, ()))
+        return {
+            "blocks": [
+                {"client": b.client, "seq": b.seq, "records": b.count, "executors": b.executors}
+                for b in blocks
+            ],
+            "Description": f"{len(blocks)} received blocks",
+        }
+
+    def _on_batch_completed(self, time: Time) -> None:
+        super()._on_batch_completed(time)
+        # The engine journals this completion right after this call: the clients hear of
+        # the intervals completed before it now, and of this one at the next completion.
+        self._release_commits()
+        with self._state_lock:
+            for block in self._intervals.get(time, ()):
+                self._committed.add(block.client, block.seq)
+                self._to_commit.append(block.key)
+
+    def _release_commits(self) -> None:
+        with self._state_lock:
+            keys, self._to_commit = self._to_commit, []
+            connections = dict(self._connections)
+        for client, seq in keys:
+            conn = connections.get(client)
+            if conn is not None:
+                conn.ack(ACK_COMMITTED, seq)
+
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
+        keep = self._remember_duration or self._slide_duration
+        dropped: list[StoredBlock] = []
+        with self._state_lock:
+            for t in [t for t in self._intervals if t <= time - keep]:
+                for block in self._intervals.pop(t):
+                    self._known.pop(block.key, None)
+                    dropped.append(block)
+        for block in dropped:
+            block.drop()
+
+    # ---- the metadata journal ----
+    def _journal_state(self) -> dict[str, Any] | None:
+        with self._state_lock:
+            return {
+                "intervals": {
+                    t.ms: [[b.client, b.seq] for b in bs] for t, bs in self._intervals.items()
+                },
+                "committed": self._committed.to_json(),
+            }
+
+    def _restore_state(self, state: dict[str, Any]) -> None:
+        with self._state_lock:
+            self._committed = CommittedBlocks.from_json(state["committed"])
+            self._lost = {
+                Time(int(ms)): [(c, int(s)) for c, s in keys]
+                for ms, keys in state["intervals"].items()
+            }
+            self._restored_until = max(self._lost, default=None)
+
+    # ---- for listeners and tests ----
+    def _info(
+        self, active: bool, message: str = "", error: BaseException | None = None
+    ) -> ReceiverInfo:
+        conf = self._ssc.sparkContext.getConf()
+        return ReceiverInfo(
+            stream_id=self._id,
+            receiver_name=f"BlockReceiver-{self._id}",
+            is_active=active,
+            host=conf.get("spark.driver.host") or socket.gethostname(),
+            last_error_message=message,
+            last_error="" if error is None else "".join(traceback.format_exception(error)),
+            last_error_time_ms=self._ssc._clock.now().ms if error is not None else -1,
+        )
+
+    def _description(self) -> str:
+        return f"{self._operator}[{', '.join(f'{h}:{p}' for h, p in self._bound or self._wanted)}]"
+
+    def _wait_for_pending(self, blocks: int, timeout_s: float) -> bool:
+        """Block until ``blocks`` blocks wait for the next interval (for tests and demos)."""
+        with self._state_lock:
+            return self._state_lock.wait_for(lambda: len(self._pending) >= blocks, timeout_s)
+
+    def _pending_blocks(self) -> list[StoredBlock]:
+        with self._state_lock:
+            return list(self._pending)

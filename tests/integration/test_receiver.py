@@ -1,0 +1,106 @@
+"""The receiver stream on the suite's local[2] context: every record a client sends is in
+exactly one interval, acknowledged blocks are committed once their interval completes, a
+client with the wrong secret is refused and reported, and a client whose first address is
+dead fails over to the next."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from dstream import StreamingListener
+from dstream.receiver import createStream, receiverAddresses
+from dstream.receiver.client import ReceiverClient, ReceiverRefusedError
+
+SECRET = b"0123456789abcdef-test-secret"
+
+
+class Errors(StreamingListener):
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def onReceiverError(self, receiverError: Any) -> None:
+        self.messages.append(receiverError.receiverInfo().lastErrorMessage())
+
+
+def collect(stream: Any) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    stream.foreachRDD(lambda t, rdd: out.__setitem__(t.ms, rdd.collect()))
+    return out
+
+
+def test_records_in_equal_records_out(harness: Any) -> None:
+    h = harness()
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    h.ssc.start()
+    sent: list[str] = []
+    with ReceiverClient(receiverAddresses(stream), SECRET, block_records=7) as client:
+        for interval in range(3):
+            for i in range(20):
+                record = f"r{interval}-{i}"
+                client.send(record)
+                sent.append(record)
+            assert client.wait_stored(60)  # acknowledged = stored before the interval
+            assert stream._wait_for_pending(1, 60)
+            h.run_batches(1)
+        # The last interval's commit goes out once a later interval completes.
+        h.run_batches(2)
+        assert client.wait_committed(60)
+        assert client.sent_blocks == 9  # 3 x (7 + 7 + 6)
+    received = [r for records in out.values() for r in records]
+    assert Counter(received) == Counter(sent)
+    assert sorted(out[1000]) == sorted(sent[:20])  # each interval: the blocks it received
+    assert sorted(out[3000]) == sorted(sent[40:])
+
+
+def test_a_client_with_the_wrong_secret_is_refused(harness: Any) -> None:
+    h = harness()
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    errors = Errors()
+    h.ssc.addStreamingListener(errors)
+    h.ssc.start()
+    client = ReceiverClient(receiverAddresses(stream), b"not-the-secret-at-all")
+    try:
+        client.send("sneaky")
+        with pytest.raises(ReceiverRefusedError, match="authentication failed"):
+            client.wait_committed(60)
+    finally:
+        client.close()
+    assert len(stream.refusals) == 1
+    assert "wrong HMAC" in stream.refusals[0][1]
+    h.run_batches(1)  # the listener bus delivers the report
+    assert any("refused a client" in m for m in errors.messages), errors.messages
+    assert stream._pending_blocks() == []
+    assert out == {1000: []}  # nothing of the refused client's got in
+
+
+def test_a_client_fails_over_to_the_next_address(harness: Any) -> None:
+    import socket
+
+    h = harness()
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    h.ssc.start()
+    with socket.create_server(("127.0.0.1", 0)) as dead:  # bound, then closed: refuses
+        dead_address = dead.getsockname()[:2]
+    with ReceiverClient([dead_address, *receiverAddresses(stream)], SECRET) as client:
+        for i in range(10):
+            client.send(f"x{i}")
+        assert client.wait_stored(60)
+        h.run_batches(3)
+        assert client.wait_committed(60)
+    assert sorted(r for rs in out.values() for r in rs) == sorted(f"x{i}" for i in range(10))
+
+
+def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
+    h = harness()
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        createStream(h.ssc, b"short")
+    with pytest.raises(ValueError, match="single block manager"):
+        createStream(h.ssc, SECRET, replicas=2)
+    with pytest.raises(ValueError, match="port 70000"):
+        createStream(h.ssc, SECRET, 70000)
