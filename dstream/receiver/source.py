@@ -66,8 +66,8 @@ Key = tuple[str, int]
 class _Connection:
     """One authenticated client connection; acknowledgements are sent under its lock."""
 
-    def __init__(self, sock: socket.socket, client: str) -> None:
-        self.sock, self.client = sock, client
+    def __init__(self, sock: socket.socket, client: str, listener: int) -> None:
+        self.sock, self.client, self.listener = sock, client, listener
         self.lock = threading.Lock()
 
     def ack(self, kind: bytes, seq: int) -> None:
@@ -135,12 +135,12 @@ class ReceiverInputDStream(InputDStream):
     # ---- lifecycle ----
     def _start(self) -> None:
         self._stopping.clear()
-        for host, port in self._wanted:
+        for index, (host, port) in enumerate(self._wanted):
             server = socket.create_server((host, port))
             server.settimeout(0.5)
             self._servers.append(server)
             self._bound.append(server.getsockname()[:2])
-            self._spawn(self._accept_forever, server)
+            self._spawn(self._accept_forever, server, index)
         for address in self._bound:
             info = self._info(True, f"listening on {address[0]}:{address[1]}")
             self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
@@ -175,7 +175,7 @@ class ReceiverInputDStream(InputDStream):
         thread.start()
 
     # ---- the listening and connection threads ----
-    def _accept_forever(self, server: socket.socket) -> None:
+    def _accept_forever(self, server: socket.socket, index: int) -> None:
         while not self._stopping.is_set():
             try:
                 sock, peer = server.accept()
@@ -183,9 +183,9 @@ class ReceiverInputDStream(InputDStream):
                 continue
             except OSError:
                 return  # closed by _stop
-            self._spawn(self._serve, sock, f"{peer[0]}:{peer[1]}")
+            self._spawn(self._serve, sock, f"{peer[0]}:{peer[1]}", index)
 
-    def _serve(self, sock: socket.socket, peer: str) -> None:
+    def _serve(self, sock: socket.socket, peer: str, listener: int) -> None:
         with sock:
             try:
                 sock.settimeout(_HANDSHAKE_TIMEOUT_S)
@@ -197,7 +197,7 @@ class ReceiverInputDStream(InputDStream):
             except (OSError, ProtocolError) as exc:
                 self._refused(peer, f"handshake failed: {exc}", exc)
                 return
-            conn = _Connection(sock, client)
+            conn = _Connection(sock, client, listener)
             with self._state_lock:
                 self._connections[client] = conn
             try:
@@ -359,6 +359,17 @@ class ReceiverInputDStream(InputDStream):
         """Block until ``blocks`` blocks wait for the next interval (for tests and demos)."""
         with self._state_lock:
             return self._state_lock.wait_for(lambda: len(self._pending) >= blocks, timeout_s)
+
+    def _kill_listener(self, index: int) -> None:
+        """Close listening address ``index`` and its connections, as if that receiver died
+        (for tests: its clients fail over to the next address)."""
+        with contextlib.suppress(OSError):
+            self._servers[index].close()
+        with self._state_lock:
+            doomed = [c for c in self._connections.values() if c.listener == index]
+        for conn in doomed:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
 
     def _pending_blocks(self) -> list[StoredBlock]:
         with self._state_lock:

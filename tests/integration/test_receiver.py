@@ -96,6 +96,31 @@ def test_a_client_fails_over_to_the_next_address(harness: Any) -> None:
     assert sorted(r for rs in out.values() for r in rs) == sorted(f"x{i}" for i in range(10))
 
 
+def test_a_receiver_dies_and_the_client_resends_to_the_other_once_only(harness: Any) -> None:
+    h = harness()
+    stream = createStream(h.ssc, SECRET, [0, 0])  # two receivers of one stream
+    out = collect(stream)
+    h.ssc.start()
+    first, second = receiverAddresses(stream)
+    sent = [f"y{i}" for i in range(40)]
+    with ReceiverClient([first, second], SECRET, block_records=5) as client:
+        for record in sent[:30]:
+            client.send(record)
+        assert client.wait_stored(60)
+        h.run_batches(1)  # interval 1 holds the 6 blocks; not committed to the client yet
+        assert client.kept_blocks == 6
+        stream._kill_listener(0)
+        for record in sent[30:]:  # sent on to the second receiver, after the 6 kept ones
+            client.send(record)
+        assert client.wait_stored(60)
+        assert client.connections == 2
+        h.run_batches(3)
+        assert client.wait_committed(60)
+    # The 6 blocks the second receiver got again were dropped, not stored twice.
+    assert sorted(out[1000]) == sorted(sent[:30])
+    assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
+
+
 def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
     h = harness()
     with pytest.raises(ValueError, match="at least 16 bytes"):
