@@ -51,11 +51,13 @@ def send(address: list[tuple[str, int]], count: int, sent: list[str], failed: li
 def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.receiver import createStream, receiverAddresses
+    from dstream.receiver.source import ReceiverInputDStream
     from testbed.processes import executor_pids
 
     clock = ManualClock(0)
     ssc = StreamingContext(sc, Duration(B), clock=clock)
     stream = createStream(ssc, SECRET)
+    assert isinstance(stream, ReceiverInputDStream)  # its internals tell which block is where
     values: dict[int, list[str]] = {}
     blocks: dict[int, list[int]] = {}  # interval -> the seqs of the blocks it read
 
