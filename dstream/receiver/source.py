@@ -100,6 +100,7 @@ class ReceiverInputDStream(InputDStream):
         "_servers",
         "_threads",
         "_connections",
+        "_live",
         "_pending",
         "_intervals",
         "_known",
@@ -120,6 +121,7 @@ class ReceiverInputDStream(InputDStream):
         self._servers: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._connections: dict[str, _Connection] = {}  # client -> its latest connection
+        self._live: set[socket.socket] = set()  # every open connection (closed at stop)
         self._pending: list[StoredBlock] = []  # stored, not yet in an interval
         self._intervals: dict[Time, list[StoredBlock]] = {}
         self._known: dict[Key, Time | None] = {}  # stored blocks -> their interval (None: pending)
@@ -153,10 +155,10 @@ class ReceiverInputDStream(InputDStream):
             with contextlib.suppress(OSError):
                 server.close()
         with self._state_lock:
-            connections = list(self._connections.values())
-        for conn in connections:
+            live = list(self._live)
+        for sock in live:
             with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)
         for thread in self._threads:
             thread.join(timeout=_HANDSHAKE_TIMEOUT_S + 5)
         with self._state_lock:
@@ -171,6 +173,7 @@ class ReceiverInputDStream(InputDStream):
         thread = threading.Thread(
             target=target, args=args, name=f"dstream-receiver-{self._id}", daemon=True
         )
+        self._threads = [t for t in self._threads if t.is_alive()]
         self._threads.append(thread)
         thread.start()
 
@@ -186,6 +189,15 @@ class ReceiverInputDStream(InputDStream):
             self._spawn(self._serve, sock, f"{peer[0]}:{peer[1]}", index)
 
     def _serve(self, sock: socket.socket, peer: str, listener: int) -> None:
+        with self._state_lock:
+            self._live.add(sock)
+        try:
+            self._serve_connection(sock, peer, listener)
+        finally:
+            with self._state_lock:
+                self._live.discard(sock)
+
+    def _serve_connection(self, sock: socket.socket, peer: str, listener: int) -> None:
         with sock:
             try:
                 sock.settimeout(_HANDSHAKE_TIMEOUT_S)
@@ -212,6 +224,10 @@ class ReceiverInputDStream(InputDStream):
                     log.warning("%s: %s", self._label, message)
                     info = self._info(True, message, exc)
                     self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+            finally:
+                with self._state_lock:
+                    if self._connections.get(client) is conn:
+                        del self._connections[client]
 
     def _refused(self, peer: str, reason: str, exc: BaseException) -> None:
         log.warning("%s refused a client at %s: %s", self._label, peer, reason)
@@ -367,7 +383,7 @@ class ReceiverInputDStream(InputDStream):
             self._servers[index].close()
         with self._state_lock:
             doomed = [c for c in self._connections.values() if c.listener == index]
-        for conn in doomed:
+        for conn in doomed:  # (a client's older connections through it have failed already)
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RDWR)
 
