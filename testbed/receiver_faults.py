@@ -48,6 +48,19 @@ def send(address: list[tuple[str, int]], count: int, sent: list[str], failed: li
         failed.append(repr(exc))
 
 
+def intrude(address: list[tuple[str, int]], outcome: list[str]) -> None:
+    """A client with the wrong secret: it must be refused, and its record never output."""
+    from dstream.receiver.client import ReceiverClient, ReceiverRefusedError
+
+    with ReceiverClient(address, b"not the receiver's secret") as intruder:
+        intruder.send("intruder")
+        try:
+            intruder.wait_committed(120)
+            outcome.append("admitted")
+        except ReceiverRefusedError as exc:
+            outcome.append(f"refused: {exc}")
+
+
 def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.receiver import createStream, receiverAddresses
@@ -74,6 +87,9 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         target=send, args=(receiverAddresses(stream), args.records, sent, failed)
     )
     client.start()
+    intrusion: list[str] = []
+    intruder = threading.Thread(target=intrude, args=(receiverAddresses(stream), intrusion))
+    intruder.start()
     try:
         interval = 0
         pause = threading.Event()
@@ -110,6 +126,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
             pause.wait(0.2)
             advance()
         client.join(timeout=60)
+        intruder.join(timeout=60)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
         ssc.stop(stopSparkContext=False)
@@ -120,6 +137,8 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         "victim_interval": args.at * B,
         "sent": sent,
         "client_errors": failed,
+        "intruder": intrusion,
+        "refusals": [reason for _, reason in stream.refusals],
         "values": {str(t): v for t, v in sorted(values.items())},
         "executors_after": sorted(executor_pids(sc.applicationId), key=int),
         "blocks": {str(t): seqs for t, seqs in sorted(blocks.items())},

@@ -2,7 +2,8 @@
 it runs (``python -m testbed.receiver_faults``), once for each of the block's two copies:
 the interval reads the copy left (the interval's RDD reads stored blocks only, it has no
 lineage to recompute them from), and every record the client sent is in exactly one
-interval's output, checked against the client's own log."""
+interval's output, checked against the client's own log. A client with the wrong secret
+connecting meanwhile is refused and none of its records is output."""
 
 from __future__ import annotations
 
@@ -37,3 +38,7 @@ def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
         received = Counter(v for values in run["values"].values() for v in values)
         assert received == Counter(run["sent"])  # none lost, none twice
         assert not set(run["killed"]) & set(run["executors_after"])
+        # A client with the wrong secret, mid-run: refused, told so, and none of its records.
+        assert len(run["intruder"]) == 1 and run["intruder"][0].startswith("refused")
+        assert len(run["refusals"]) == 1 and "wrong HMAC" in run["refusals"][0]
+        assert "intruder" not in received
