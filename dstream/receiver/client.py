@@ -37,6 +37,7 @@ from types import TracebackType
 from dstream.receiver.protocol import (
     ACK_COMMITTED,
     CLIENT_ID_BYTES,
+    MAX_BLOCK_BYTES,
     HandshakeRefusedError,
     ProtocolError,
     encode_block,
@@ -82,7 +83,8 @@ class ReceiverClient:
       to the next when a connection fails.
     - ``secret``: the receiver's shared secret (bytes, or str taken as UTF-8).
     - ``block_records``: records per block (a block is one acknowledgement and one Spark
-      storage block: larger blocks cost less per record, smaller ones wait less).
+      storage block: larger blocks cost less per record, smaller ones wait less). A block
+      is also sent early when it would pass ``block_bytes`` (at most the protocol's 64 MiB).
     - ``max_kept_blocks``: :meth:`send` waits while this many blocks are not yet committed
       (backpressure: memory stays bounded when the streaming program falls behind).
     """
@@ -93,6 +95,7 @@ class ReceiverClient:
         secret: bytes | str,
         *,
         block_records: int = 1000,
+        block_bytes: int = 4 * 1024 * 1024,
         max_kept_blocks: int = 256,
         connect_timeout: float = 10.0,
         retry_delay: float = 0.5,
@@ -105,14 +108,23 @@ class ReceiverClient:
         for name, value in (("block_records", block_records), ("max_kept_blocks", max_kept_blocks)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"ReceiverClient() {name}={value!r} must be an int >= 1")
+        if isinstance(block_bytes, bool) or not isinstance(block_bytes, int):
+            raise ValueError(f"ReceiverClient() block_bytes={block_bytes!r} must be an int")
+        if not 1 <= block_bytes <= MAX_BLOCK_BYTES:
+            raise ValueError(
+                f"ReceiverClient() block_bytes={block_bytes} must be in 1..{MAX_BLOCK_BYTES} "
+                "(the largest block a receiver takes)"
+            )
         self._secret = secret
         self._block_records = block_records
+        self._block_bytes = block_bytes
         self._max_kept = max_kept_blocks
         self._connect_timeout = connect_timeout
         self._retry_delay = retry_delay
         self.client_id = os.urandom(CLIENT_ID_BYTES)
         self._cond = threading.Condition()
         self._current: list[bytes] = []
+        self._current_bytes = 0
         self._next_seq = 0
         # seq -> the block's frame, until the receiver commits it (insertion = seq order).
         self._kept: dict[int, bytes] = {}
@@ -135,7 +147,16 @@ class ReceiverClient:
             raise TypeError(
                 f"ReceiverClient.send() takes bytes or str, not {type(record).__name__}"
             )
+        if len(data) > self._block_bytes:
+            raise ValueError(
+                f"ReceiverClient.send(): a record of {len(data)} bytes is larger than "
+                f"block_bytes={self._block_bytes}; raise block_bytes (at most {MAX_BLOCK_BYTES}) "
+                "or split the record"
+            )
+        if self._current_bytes + len(data) > self._block_bytes:
+            self.flush()
         self._current.append(data)
+        self._current_bytes += len(data)
         if len(self._current) >= self._block_records:
             self.flush()
 
@@ -156,7 +177,7 @@ class ReceiverClient:
             self._raise_if_failed()
             seq, self._next_seq = self._next_seq, self._next_seq + 1
             self._kept[seq] = encode_block(seq, self._current)
-            self._current = []
+            self._current, self._current_bytes = [], 0
         self._wake()
 
     def wait_stored(self, timeout: float) -> bool:

@@ -151,6 +151,8 @@ class ReceiverInputDStream(InputDStream):
     def _stop(self) -> None:
         self._release_commits()  # the intervals completed before stop() are on record
         self._stopping.set()
+        with self._state_lock:
+            self._state_lock.notify_all()  # receivers waiting for room give up
         for server in self._servers:
             with contextlib.suppress(OSError):
                 server.close()
@@ -237,6 +239,7 @@ class ReceiverInputDStream(InputDStream):
 
     def _take_block(self, conn: _Connection, seq: int, raw: list[bytes]) -> None:
         key = (conn.client, seq)
+        self._wait_for_room()
         with self._store_lock:
             with self._state_lock:
                 committed, known = key in self._committed, key in self._known
@@ -255,10 +258,20 @@ class ReceiverInputDStream(InputDStream):
                 self._state_lock.notify_all()
         conn.ack(ACK_STORED, seq)
 
+    def _wait_for_room(self) -> None:
+        """Backpressure: while ``receiver_max_buffered`` records wait for the next interval,
+        take no new block (this connection is not read, TCP slows the client down)."""
+        limit = self._ssc._settings.receiver_max_buffered
+        with self._state_lock:
+            self._state_lock.wait_for(
+                lambda: sum(b.count for b in self._pending) < limit or self._stopping.is_set()
+            )
+
     def _store(self, client: str, seq: int, records: list[Any]) -> StoredBlock:
         """Store a block on ``replicas`` executors, trying again while executors come and go
         (a lost peer is replaced); NotReplicatedError after the last attempt."""
         sc = self._ssc.sparkContext
+        sc.setJobDescription(f"{self._label}: store block {seq} of client {client}")
         for attempt in range(1, _STORE_ATTEMPTS + 1):
             try:
                 return store_block(sc, client, seq, records, self._replicas)
@@ -286,6 +299,7 @@ class ReceiverInputDStream(InputDStream):
                     )
             else:
                 blocks, self._pending = self._pending, []
+                self._state_lock.notify_all()  # room again for the receivers
             self._intervals[time] = blocks
             for block in blocks:
                 self._known[block.key] = time

@@ -121,6 +121,30 @@ def test_a_receiver_dies_and_the_client_resends_to_the_other_once_only(harness: 
     assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
 
 
+def test_the_receiver_takes_no_block_while_an_interval_worth_waits(harness: Any) -> None:
+    from dstream.settings import StreamingSettings
+
+    h = harness(settings=StreamingSettings(receiver_max_buffered=10))
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    h.ssc.start()
+    sent = [f"z{i}" for i in range(20)]
+    with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
+        for record in sent:
+            client.send(record)
+        client.flush()
+        assert stream._wait_for_pending(2, 60)
+        # 10 records wait for the next interval: the third block is not taken meanwhile.
+        assert not client.wait_stored(1.0)
+        assert [b.seq for b in stream._pending_blocks()] == [0, 1]
+        h.run_batches(1)  # takes them: room again
+        assert client.wait_stored(60)
+        h.run_batches(3)
+        assert client.wait_committed(60)
+    assert sorted(out[1000]) == sorted(sent[:10])
+    assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
+
+
 def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
     h = harness()
     with pytest.raises(ValueError, match="at least 16 bytes"):

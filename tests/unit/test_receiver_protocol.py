@@ -168,6 +168,20 @@ def test_a_refused_client_reports_it_and_stops() -> None:
     thread.join(10)
 
 
+def test_the_client_cuts_blocks_at_block_bytes_and_refuses_a_bigger_record() -> None:
+    receiver = FakeReceiver(lambda seq: [ACK_STORED, ACK_COMMITTED])
+    try:
+        with ReceiverClient([receiver.address], SECRET, block_bytes=10) as client:
+            for record in (b"aaaa", b"bbbb", b"cccc", b"dd"):
+                client.send(record)
+            with pytest.raises(ValueError, match="larger than block_bytes=10"):
+                client.send(b"x" * 11)
+            assert client.wait_committed(30)
+        assert receiver.blocks == [(0, [b"aaaa", b"bbbb"]), (1, [b"cccc", b"dd"])]
+    finally:
+        receiver.close()
+
+
 def test_client_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="at least one"):
         ReceiverClient([], SECRET)
