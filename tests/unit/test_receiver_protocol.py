@@ -187,3 +187,29 @@ def test_client_arguments_are_checked() -> None:
         ReceiverClient([], SECRET)
     with pytest.raises(ValueError, match="port: int"):
         ReceiverClient([("127.0.0.1", 0)], SECRET)
+
+
+def test_the_client_library_imports_without_pyspark() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[2])
+
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "from dstream.receiver.client import ReceiverClient\n"
+        "import dstream.receiver\n"
+        "print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": repo},
+    )
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
