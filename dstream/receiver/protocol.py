@@ -33,7 +33,7 @@ import hmac
 import os
 import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 __all__ = [
@@ -92,9 +92,12 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
 
 
 # ---- the handshake ---------------------------------------------------------------------------
-def accept_handshake(sock: socket.socket, secret: bytes) -> bytes:
+def accept_handshake(
+    sock: socket.socket, secret: bytes, on_refusal: Callable[[str], None] | None = None
+) -> bytes:
     """The receiver's side: challenge the client and check its answer. Returns the client's
-    id; raises HandshakeRefusedError (after telling the client why) if the answer is wrong."""
+    id; if the answer is wrong, calls ``on_refusal(why)`` (the receiver's record of it),
+    tells the client, and raises HandshakeRefusedError."""
     challenge_r = os.urandom(CHALLENGE_BYTES)
     sock.sendall(MAGIC + challenge_r)
     answer = recv_exactly(sock, MAC_BYTES + CHALLENGE_BYTES + CLIENT_ID_BYTES)
@@ -103,11 +106,12 @@ def accept_handshake(sock: socket.socket, secret: bytes) -> bytes:
     client_id = answer[MAC_BYTES + CHALLENGE_BYTES :]
     expected = _mac(secret, _CLIENT_LABEL, challenge_r, challenge_c, client_id)
     if not hmac.compare_digest(mac, expected):
+        why = f"client {client_id.hex()} answered the challenge with a wrong HMAC (another secret)"
+        if on_refusal is not None:
+            on_refusal(why)
         reason = b"authentication failed: the client does not know the receiver's secret"
         sock.sendall(b"\x00" + struct.pack(">H", len(reason)) + reason)
-        raise HandshakeRefusedError(
-            f"client {client_id.hex()} answered the challenge with a wrong HMAC (another secret)"
-        )
+        raise HandshakeRefusedError(why)
     sock.sendall(b"\x01" + _mac(secret, _SERVER_LABEL, challenge_c, challenge_r, client_id))
     return client_id
 

@@ -138,14 +138,22 @@ class ReceiverInputDStream(InputDStream):
     def _start(self) -> None:
         self._stopping.clear()
         for index, (host, port) in enumerate(self._wanted):
-            server = socket.create_server((host, port))
+            try:
+                server = socket.create_server((host, port))
+            except OSError as exc:
+                self._stop()  # the addresses bound so far
+                raise OSError(
+                    exc.errno,
+                    f"{self._label} cannot listen on {host}:{port} ({exc.strerror}); another "
+                    "program (or stream) holds that port: pick another one, or port=0 for any "
+                    "free one",
+                ) from exc
             server.settimeout(0.5)
             self._servers.append(server)
             self._bound.append(server.getsockname()[:2])
             self._spawn(self._accept_forever, server, index)
-        for address in self._bound:
-            info = self._info(True, f"listening on {address[0]}:{address[1]}")
-            self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+        info = self._info(True)
+        self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
         log.info("%s listening on %s", self._label, self._bound)
 
     def _stop(self) -> None:
@@ -203,11 +211,12 @@ class ReceiverInputDStream(InputDStream):
         with sock:
             try:
                 sock.settimeout(_HANDSHAKE_TIMEOUT_S)
-                client = accept_handshake(sock, self._secret).hex()
+                client = accept_handshake(
+                    sock, self._secret, lambda why: self._refused(peer, why, None)
+                ).hex()
                 sock.settimeout(None)
-            except HandshakeRefusedError as exc:
-                self._refused(peer, str(exc), exc)
-                return
+            except HandshakeRefusedError:
+                return  # recorded and reported by _refused before the client was told
             except (OSError, ProtocolError) as exc:
                 self._refused(peer, f"handshake failed: {exc}", exc)
                 return
@@ -231,7 +240,7 @@ class ReceiverInputDStream(InputDStream):
                     if self._connections.get(client) is conn:
                         del self._connections[client]
 
-    def _refused(self, peer: str, reason: str, exc: BaseException) -> None:
+    def _refused(self, peer: str, reason: str, exc: BaseException | None) -> None:
         log.warning("%s refused a client at %s: %s", self._label, peer, reason)
         self.refusals.append((peer, reason))
         info = self._info(True, f"refused a client at {peer}: {reason}", exc)
@@ -379,7 +388,7 @@ class ReceiverInputDStream(InputDStream):
             host=conf.get("spark.driver.host") or socket.gethostname(),
             last_error_message=message,
             last_error="" if error is None else "".join(traceback.format_exception(error)),
-            last_error_time_ms=self._ssc._clock.now().ms if error is not None else -1,
+            last_error_time_ms=self._ssc._clock.now().ms if message else -1,
         )
 
     def _description(self) -> str:

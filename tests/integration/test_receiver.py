@@ -146,6 +146,14 @@ def test_the_receiver_takes_no_block_while_an_interval_worth_waits(harness: Any)
 
 
 def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
+    import socket
+
+    h = harness()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        stream = createStream(h.ssc, SECRET, taken.getsockname()[1])
+        collect(stream)
+        with pytest.raises(OSError, match="holds that port: pick another one, or port=0"):
+            h.ssc.start()
     h = harness()
     with pytest.raises(ValueError, match="at least 16 bytes"):
         createStream(h.ssc, b"short")
