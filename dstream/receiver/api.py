@@ -29,6 +29,7 @@ def createStream(
     host: str = "127.0.0.1",
     replicas: int | None = None,
     asText: bool = True,
+    recoveryWait: float = 60.0,
 ) -> DStream[Any]:
     """A stream of the records that :class:`~dstream.receiver.client.ReceiverClient`\\ s send.
 
@@ -42,6 +43,9 @@ def createStream(
     - ``replicas``: executors each block is stored on before it is acknowledged; 2 by
       default, 1 under a ``local``/``local[n]`` master (a single block manager).
     - ``asText``: records as str (UTF-8, malformed bytes as U+FFFD) or, False, as bytes.
+    - ``recoveryWait``: seconds a driver restarted from a checkpoint waits for the clients to
+      send again the blocks of each interval it recomputes (they died with the previous
+      driver), so that the interval reads exactly the records it read before.
 
     Each interval's RDD has one partition per block received during the interval.
     """
@@ -74,9 +78,20 @@ def createStream(
             f"{ssc.sparkContext.master!r} has a single block manager, so blocks cannot be "
             "stored twice; use replicas=1 there, or a cluster (local-cluster[...] for tests)"
         )
+    if isinstance(recoveryWait, bool) or not isinstance(recoveryWait, int | float):
+        raise ValueError(f"receiver createStream() recoveryWait={recoveryWait!r} must be seconds")
+    if not 0 <= recoveryWait <= 3600:
+        raise ValueError(
+            f"receiver createStream() recoveryWait={recoveryWait} must be in 0..3600 seconds"
+        )
     ssc._check_can_add("receiverStream")
     return ReceiverInputDStream(
-        ssc, secret, [(host, p) for p in ports], replicas=replicas, as_text=asText
+        ssc,
+        secret,
+        [(host, p) for p in ports],
+        replicas=replicas,
+        as_text=asText,
+        recovery_wait_s=float(recoveryWait),
     )
 
 

@@ -86,12 +86,14 @@ class ReceiverInputDStream(InputDStream):
         *,
         replicas: int,
         as_text: bool,
+        recovery_wait_s: float,
     ) -> None:
         super().__init__(ssc, name="receiverStream")
         self._secret = secret
         self._wanted = list(addresses)
         self._replicas = replicas
         self._as_text = as_text
+        self._recovery_wait_s = recovery_wait_s
 
     _transient: ClassVar[tuple[str, ...]] = (
         "_state_lock",
@@ -107,6 +109,8 @@ class ReceiverInputDStream(InputDStream):
         "_committed",
         "_to_commit",
         "_lost",
+        "_awaited",
+        "_recovered",
         "_restored_until",
         "_bound",
         "refusals",
@@ -127,8 +131,11 @@ class ReceiverInputDStream(InputDStream):
         self._known: dict[Key, Time | None] = {}  # stored blocks -> their interval (None: pending)
         self._committed = CommittedBlocks()
         self._to_commit: list[Key] = []  # committed, "C" not yet sent
-        # Restored from the journal: intervals whose blocks died with the previous driver.
+        # Restored from the journal: the blocks of each interval, which died with the
+        # previous driver; the clients send them again (see _read).
         self._lost: dict[Time, list[Key]] = {}
+        self._awaited: dict[Key, Time] = {}  # block -> the restored interval it belongs to
+        self._recovered: dict[Time, dict[Key, StoredBlock]] = {}
         self._restored_until: Time | None = None
         self._bound: list[tuple[str, int]] = []
         # Refused handshakes, as (peer address, reason), for monitoring and tests.
@@ -248,7 +255,7 @@ class ReceiverInputDStream(InputDStream):
 
     def _take_block(self, conn: _Connection, seq: int, raw: list[bytes]) -> None:
         key = (conn.client, seq)
-        self._wait_for_room()
+        self._wait_for_room(key)
         with self._store_lock:
             with self._state_lock:
                 committed, known = key in self._committed, key in self._known
@@ -262,16 +269,23 @@ class ReceiverInputDStream(InputDStream):
             )
             block = self._store(conn.client, seq, records)
             with self._state_lock:
-                self._pending.append(block)
-                self._known[key] = None
+                owner = self._awaited.pop(key, None)
+                if owner is None:
+                    self._pending.append(block)
+                else:  # a block of an interval a restarted driver recomputes: back in it
+                    self._recovered.setdefault(owner, {})[key] = block
+                self._known[key] = owner
                 self._state_lock.notify_all()
         conn.ack(ACK_STORED, seq)
 
-    def _wait_for_room(self) -> None:
+    def _wait_for_room(self, key: Key) -> None:
         """Backpressure: while ``receiver_max_buffered`` records wait for the next interval,
-        take no new block (this connection is not read, TCP slows the client down)."""
+        take no new block (this connection is not read, TCP slows the client down). A block
+        a recomputed interval waits for is always taken."""
         limit = self._ssc._settings.receiver_max_buffered
         with self._state_lock:
+            if key in self._awaited:
+                return
             self._state_lock.wait_for(
                 lambda: sum(b.count for b in self._pending) < limit or self._stopping.is_set()
             )
@@ -295,17 +309,7 @@ class ReceiverInputDStream(InputDStream):
     def _read(self, time: Time) -> RDD[Any]:
         with self._state_lock:
             if self._restored_until is not None and time <= self._restored_until:
-                blocks: list[StoredBlock] = []
-                lost = self._lost.pop(time, [])
-                if lost:
-                    log.warning(
-                        "%s: the %d blocks of interval %s were stored by the previous driver "
-                        "and are gone with it; it reads none of them, and their clients send "
-                        "them again (they were never committed) into later intervals",
-                        self._label,
-                        len(lost),
-                        time,
-                    )
+                blocks = self._take_recovered(time)
             else:
                 blocks, self._pending = self._pending, []
                 self._state_lock.notify_all()  # room again for the receivers
@@ -314,6 +318,36 @@ class ReceiverInputDStream(InputDStream):
                 self._known[block.key] = time
         self._record_count(time, sum(b.count for b in blocks))
         return interval_rdd(self._ssc.sparkContext, blocks)
+
+    def _take_recovered(self, time: Time) -> list[StoredBlock]:
+        """The blocks of an interval the previous driver generated: its journaled blocks,
+        sent again by their clients (they were never committed), waited for at most
+        ``recovery_wait_s``. Called with the state lock held."""
+        keys = self._lost.get(time, [])
+        if keys:
+            log.info("%s: waiting for the %d blocks of interval %s", self._label, len(keys), time)
+        self._state_lock.wait_for(
+            lambda: len(self._recovered.get(time, {})) >= len(keys) or self._stopping.is_set(),
+            self._recovery_wait_s,
+        )
+        got = self._recovered.pop(time, {})
+        self._lost.pop(time, None)
+        missing = [k for k in keys if k not in got]
+        for key in missing:
+            self._awaited.pop(key, None)  # if it comes later, it goes into a later interval
+        if missing:
+            log.warning(
+                "%s: %d of the %d blocks of interval %s were not sent again within %g s (their "
+                "clients: %s); the interval is recomputed without them, and they go into a "
+                "later interval if they come",
+                self._label,
+                len(missing),
+                len(keys),
+                time,
+                self._recovery_wait_s,
+                ", ".join(sorted({c for c, _ in missing})),
+            )
+        return [got[k] for k in keys if k in got]
 
     def _input_metadata(self, time: Time) -> dict[str, Any]:
         with self._state_lock:
@@ -360,10 +394,12 @@ class ReceiverInputDStream(InputDStream):
     # ---- the metadata journal ----
     def _journal_state(self) -> dict[str, Any] | None:
         with self._state_lock:
+            intervals = {t.ms: [[b.client, b.seq] for b in bs] for t, bs in self._intervals.items()}
+            # Restored intervals not recomputed yet stay on record for a next restart.
+            for t, keys in self._lost.items():
+                intervals.setdefault(t.ms, [[c, seq] for c, seq in keys])
             return {
-                "intervals": {
-                    t.ms: [[b.client, b.seq] for b in bs] for t, bs in self._intervals.items()
-                },
+                "intervals": intervals,
                 "committed": self._committed.to_json(),
             }
 
@@ -374,6 +410,13 @@ class ReceiverInputDStream(InputDStream):
                 Time(int(ms)): [(c, int(s)) for c, s in keys]
                 for ms, keys in state["intervals"].items()
             }
+            self._awaited = {
+                key: t
+                for t, keys in self._lost.items()
+                for key in keys
+                if key not in self._committed  # completed: their clients forgot them
+            }
+            self._recovered = {}
             self._restored_until = max(self._lost, default=None)
 
     # ---- for listeners and tests ----
