@@ -77,6 +77,10 @@ class _Connection:
 
 class ReceiverInputDStream(InputDStream):
     _counts_in_tasks = False
+    # It can produce a past interval again: one it remembers (its blocks are still stored)
+    # and, after a restart, one on record in the journal (its blocks are sent again, or
+    # were committed: see _take_recovered). _read refuses any other.
+    _durable = True
 
     def __init__(
         self,
@@ -112,6 +116,7 @@ class ReceiverInputDStream(InputDStream):
         "_awaited",
         "_recovered",
         "_restored_until",
+        "_last_read",
         "_bound",
         "refusals",
     )
@@ -137,6 +142,7 @@ class ReceiverInputDStream(InputDStream):
         self._awaited: dict[Key, Time] = {}  # block -> the restored interval it belongs to
         self._recovered: dict[Time, dict[Key, StoredBlock]] = {}
         self._restored_until: Time | None = None
+        self._last_read: Time | None = None  # the latest interval that took pending blocks
         self._bound: list[tuple[str, int]] = []
         # Refused handshakes, as (peer address, reason), for monitoring and tests.
         self.refusals: list[tuple[str, str]] = []
@@ -308,9 +314,18 @@ class ReceiverInputDStream(InputDStream):
     # ---- every interval ----
     def _read(self, time: Time) -> RDD[Any]:
         with self._state_lock:
-            if self._restored_until is not None and time <= self._restored_until:
+            if time in self._intervals:  # asked again while its blocks are stored
+                blocks = self._intervals[time]
+            elif self._restored_until is not None and time <= self._restored_until:
                 blocks = self._take_recovered(time)
+            elif self._last_read is not None and time <= self._last_read:
+                raise RuntimeError(
+                    f"{self._label} was asked again for interval {time}, whose blocks it no "
+                    "longer keeps; make the windows or remember() durations cover what the "
+                    "program reads"
+                )
             else:
+                self._last_read = time
                 blocks, self._pending = self._pending, []
                 self._state_lock.notify_all()  # room again for the receivers
             self._intervals[time] = blocks
@@ -323,7 +338,18 @@ class ReceiverInputDStream(InputDStream):
         """The blocks of an interval the previous driver generated: its journaled blocks,
         sent again by their clients (they were never committed), waited for at most
         ``recovery_wait_s``. Called with the state lock held."""
-        keys = self._lost.get(time, [])
+        journaled = self._lost.get(time, [])
+        # Blocks of an interval that completed before the crash were committed: their clients
+        # forgot them (a window or state recomputing that interval misses them).
+        keys = [k for k in journaled if k not in self._committed]
+        if len(keys) < len(journaled):
+            log.warning(
+                "%s: interval %s completed before the restart; its %d committed blocks are not "
+                "sent again, so a recomputation of it reads none of them",
+                self._label,
+                time,
+                len(journaled) - len(keys),
+            )
         if keys:
             log.info("%s: waiting for the %d blocks of interval %s", self._label, len(keys), time)
         self._state_lock.wait_for(

@@ -39,6 +39,7 @@ def program(
     if crash:
         lines.foreachRDD(crash_copy)
     lines.saveAsTextFiles(f"{out}/values")
+    lines.window(3, 1).count().saveAsTextFiles(f"{out}/window")
     return ssc
 
 
@@ -107,6 +108,11 @@ def test_a_restarted_driver_gets_the_uncommitted_blocks_again(sc: Any, tmp_path:
     assert after[4000] == sorted(sent[30:])  # what the client sent while the driver was down
     final = Counter(before[1000] + before[2000] + [r for t in after for r in after[t]])
     assert final == Counter(sent)  # each record exactly once
+    # The documented gap: intervals 1 and 2 completed before the crash, their blocks were
+    # committed and forgotten, so the window recomputed at 3 has interval 3's records only.
+    assert outputs(out, "window")[2000] == ["20"]
+    assert outputs(out2, "window")[3000] == ["10"]
+    assert outputs(out2, "window")[4000] == ["16"]
 
 
 def test_blocks_of_a_client_that_does_not_come_back_are_waited_for_then_skipped(
