@@ -138,7 +138,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         "sent": sent,
         "client_errors": failed,
         "intruder": intrusion,
-        "refusals": [reason for _, reason in stream.refusals],
+        "refusals": [reason for _, reason in stream._refusals],
         "values": {str(t): v for t, v in sorted(values.items())},
         "executors_after": sorted(executor_pids(sc.applicationId), key=int),
         "blocks": {str(t): seqs for t, seqs in sorted(blocks.items())},

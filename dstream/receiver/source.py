@@ -118,7 +118,7 @@ class ReceiverInputDStream(InputDStream):
         "_restored_until",
         "_last_read",
         "_bound",
-        "refusals",
+        "_refusals",
     )
 
     def _init_transient(self) -> None:
@@ -145,7 +145,7 @@ class ReceiverInputDStream(InputDStream):
         self._last_read: Time | None = None  # the latest interval that took pending blocks
         self._bound: list[tuple[str, int]] = []
         # Refused handshakes, as (peer address, reason), for monitoring and tests.
-        self.refusals: list[tuple[str, str]] = []
+        self._refusals: list[tuple[str, str]] = []
 
     # ---- lifecycle ----
     def _start(self) -> None:
@@ -255,7 +255,7 @@ class ReceiverInputDStream(InputDStream):
 
     def _refused(self, peer: str, reason: str, exc: BaseException | None) -> None:
         log.warning("%s refused a client at %s: %s", self._label, peer, reason)
-        self.refusals.append((peer, reason))
+        self._refusals.append((peer, reason))
         info = self._info(True, f"refused a client at {peer}: {reason}", exc)
         self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
 

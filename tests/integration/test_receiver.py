@@ -70,8 +70,8 @@ def test_a_client_with_the_wrong_secret_is_refused(harness: Any) -> None:
             client.wait_committed(60)
     finally:
         client.close()
-    assert len(stream.refusals) == 1
-    assert "wrong HMAC" in stream.refusals[0][1]
+    assert len(stream._refusals) == 1
+    assert "wrong HMAC" in stream._refusals[0][1]
     h.run_batches(1)  # the listener bus delivers the report
     assert any("refused a client" in m for m in errors.messages), errors.messages
     assert stream._pending_blocks() == []
