@@ -182,7 +182,9 @@ class ReceiverInputDStream(InputDStream):
         for sock in live:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
+        with self._state_lock:
+            threads = list(self._threads)
+        for thread in threads:
             thread.join(timeout=_HANDSHAKE_TIMEOUT_S + 5)
         with self._state_lock:
             blocks = self._pending + [b for bs in self._intervals.values() for b in bs]
@@ -196,8 +198,9 @@ class ReceiverInputDStream(InputDStream):
         thread = threading.Thread(
             target=target, args=args, name=f"dstream-receiver-{self._id}", daemon=True
         )
-        self._threads = [t for t in self._threads if t.is_alive()]
-        self._threads.append(thread)
+        with self._state_lock:  # accept threads of several addresses spawn at once
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
         thread.start()
 
     # ---- the listening and connection threads ----
@@ -242,7 +245,7 @@ class ReceiverInputDStream(InputDStream):
                     if block is None:
                         return
                     self._take_block(conn, *block)
-            except (OSError, ProtocolError, NotReplicatedError) as exc:
+            except Exception as exc:  # the connection fails; the client sends again
                 if not self._stopping.is_set():
                     message = f"connection from client {client} at {peer} failed: {exc}"
                     log.warning("%s: %s", self._label, message)
