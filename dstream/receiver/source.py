@@ -1,0 +1,487 @@
+"""The receiver input stream (driver side): clients' blocks stored on two executors before
+they are acknowledged, each interval the union of the blocks that arrived in it.
+
+::
+
+    client ──"B" seq──▶ handshake ok? ──▶ stored before? ──yes──▶ "A" (and "C" if committed)
+                                              │ no
+                                              ▼
+                          RDD persisted MEMORY_AND_DISK_2, materialised, on 2 executors
+                                              │
+                                              ▼
+                                    pending ──▶ "A" seq
+    generate t   pending blocks ──▶ blocks(t) (their ids on record in the journal) ──▶ RDD(t)
+    complete t   blocks(t) committed (journaled); their "C" goes out at the next completion,
+                 when the journal already says t completed
+    clear t      blocks(t) unpersisted
+
+The receiver runs on the driver (one listening thread per address, one thread per
+connection); the blocks live on executors. What survives what is in docs/receiver.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import traceback
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dstream.listener import (
+    ReceiverInfo,
+    StreamingListenerReceiverError,
+    StreamingListenerReceiverStarted,
+    StreamingListenerReceiverStopped,
+)
+from dstream.receiver.ledger import CommittedBlocks
+from dstream.receiver.protocol import (
+    ACK_COMMITTED,
+    ACK_STORED,
+    HandshakeRefusedError,
+    ProtocolError,
+    accept_handshake,
+    read_block,
+    send_ack,
+)
+from dstream.receiver.storage import NotReplicatedError, StoredBlock, interval_rdd, store_block
+from dstream.sources.base import InputDStream
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from dstream.context import StreamingContext
+
+__all__ = ["ReceiverInputDStream"]
+
+log = logging.getLogger(__name__)
+
+_HANDSHAKE_TIMEOUT_S = 10.0
+_STORE_ATTEMPTS = 6
+Key = tuple[str, int]
+
+
+class _Connection:
+    """One authenticated client connection; acknowledgements are sent under its lock."""
+
+    def __init__(self, sock: socket.socket, client: str, listener: int) -> None:
+        self.sock, self.client, self.listener = sock, client, listener
+        self.lock = threading.Lock()
+
+    def ack(self, kind: bytes, seq: int) -> None:
+        with self.lock, contextlib.suppress(OSError):
+            send_ack(self.sock, kind, seq)
+
+
+class ReceiverInputDStream(InputDStream):
+    _counts_in_tasks = False
+    # It can produce a past interval again: one it remembers (its blocks are still stored)
+    # and, after a restart, one on record in the journal (its blocks are sent again, or
+    # were committed: see _take_recovered). _read refuses any other.
+    _durable = True
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        secret: bytes,
+        addresses: list[tuple[str, int]],
+        *,
+        replicas: int,
+        as_text: bool,
+        recovery_wait_s: float,
+    ) -> None:
+        super().__init__(ssc, name="receiverStream")
+        self._secret = secret
+        self._wanted = list(addresses)
+        self._replicas = replicas
+        self._as_text = as_text
+        self._recovery_wait_s = recovery_wait_s
+
+    _transient: ClassVar[tuple[str, ...]] = (
+        "_state_lock",
+        "_store_lock",
+        "_stopping",
+        "_servers",
+        "_threads",
+        "_connections",
+        "_live",
+        "_pending",
+        "_intervals",
+        "_known",
+        "_committed",
+        "_to_commit",
+        "_lost",
+        "_awaited",
+        "_recovered",
+        "_restored_until",
+        "_last_read",
+        "_bound",
+        "_refusals",
+    )
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        # Guards the state below; waited on by tests for pending blocks.
+        self._state_lock = threading.Condition()
+        self._store_lock = threading.Lock()  # one block stored at a time
+        self._stopping = threading.Event()
+        self._servers: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._connections: dict[str, _Connection] = {}  # client -> its latest connection
+        self._live: set[socket.socket] = set()  # every open connection (closed at stop)
+        self._pending: list[StoredBlock] = []  # stored, not yet in an interval
+        self._intervals: dict[Time, list[StoredBlock]] = {}
+        self._known: dict[Key, Time | None] = {}  # stored blocks -> their interval (None: pending)
+        self._committed = CommittedBlocks()
+        self._to_commit: list[Key] = []  # committed, "C" not yet sent
+        # Restored from the journal: the blocks of each interval, which died with the
+        # previous driver; the clients send them again (see _read).
+        self._lost: dict[Time, list[Key]] = {}
+        self._awaited: dict[Key, Time] = {}  # block -> the restored interval it belongs to
+        self._recovered: dict[Time, dict[Key, StoredBlock]] = {}
+        self._restored_until: Time | None = None
+        self._last_read: Time | None = None  # the latest interval that took pending blocks
+        self._bound: list[tuple[str, int]] = []
+        # Refused handshakes, as (peer address, reason), for monitoring and tests.
+        self._refusals: list[tuple[str, str]] = []
+
+    # ---- lifecycle ----
+    def _start(self) -> None:
+        self._stopping.clear()
+        for index, (host, port) in enumerate(self._wanted):
+            try:
+                server = socket.create_server((host, port))
+            except OSError as exc:
+                self._stop()  # the addresses bound so far
+                raise OSError(
+                    exc.errno,
+                    f"{self._label} cannot listen on {host}:{port} ({exc.strerror}); another "
+                    "program (or stream) holds that port: pick another one, or port=0 for any "
+                    "free one",
+                ) from exc
+            server.settimeout(0.5)
+            self._servers.append(server)
+            self._bound.append(server.getsockname()[:2])
+            self._spawn(self._accept_forever, server, index)
+        info = self._info(True)
+        self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+        log.info("%s listening on %s", self._label, self._bound)
+
+    def _stop(self) -> None:
+        self._release_commits()  # the intervals completed before stop() are on record
+        self._stopping.set()
+        with self._state_lock:
+            self._state_lock.notify_all()  # receivers waiting for room give up
+        for server in self._servers:
+            with contextlib.suppress(OSError):
+                server.close()
+        with self._state_lock:
+            live = list(self._live)
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        with self._state_lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout=_HANDSHAKE_TIMEOUT_S + 5)
+        with self._state_lock:
+            blocks = self._pending + [b for bs in self._intervals.values() for b in bs]
+            self._pending, self._intervals, self._known = [], {}, {}
+        for block in blocks:
+            block.drop()
+        info = replace(self._info(False), last_error_message="Stopped by driver")
+        self._ssc._bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
+
+    def _spawn(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(
+            target=target, args=args, name=f"dstream-receiver-{self._id}", daemon=True
+        )
+        with self._state_lock:  # accept threads of several addresses spawn at once
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+        thread.start()
+
+    # ---- the listening and connection threads ----
+    def _accept_forever(self, server: socket.socket, index: int) -> None:
+        while not self._stopping.is_set():
+            try:
+                sock, peer = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed by _stop
+            self._spawn(self._serve, sock, f"{peer[0]}:{peer[1]}", index)
+
+    def _serve(self, sock: socket.socket, peer: str, listener: int) -> None:
+        with self._state_lock:
+            self._live.add(sock)
+        try:
+            self._serve_connection(sock, peer, listener)
+        finally:
+            with self._state_lock:
+                self._live.discard(sock)
+
+    def _serve_connection(self, sock: socket.socket, peer: str, listener: int) -> None:
+        with sock:
+            try:
+                sock.settimeout(_HANDSHAKE_TIMEOUT_S)
+                client = accept_handshake(
+                    sock, self._secret, lambda why: self._refused(peer, why, None)
+                ).hex()
+                sock.settimeout(None)
+            except HandshakeRefusedError:
+                return  # recorded and reported by _refused before the client was told
+            except (OSError, ProtocolError) as exc:
+                self._refused(peer, f"handshake failed: {exc}", exc)
+                return
+            conn = _Connection(sock, client, listener)
+            with self._state_lock:
+                self._connections[client] = conn
+            try:
+                while not self._stopping.is_set():
+                    block = read_block(sock)
+                    if block is None:
+                        return
+                    self._take_block(conn, *block)
+            except Exception as exc:  # the connection fails; the client sends again
+                if not self._stopping.is_set():
+                    message = f"connection from client {client} at {peer} failed: {exc}"
+                    log.warning("%s: %s", self._label, message)
+                    info = self._info(True, message, exc)
+                    self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+            finally:
+                with self._state_lock:
+                    if self._connections.get(client) is conn:
+                        del self._connections[client]
+
+    def _refused(self, peer: str, reason: str, exc: BaseException | None) -> None:
+        log.warning("%s refused a client at %s: %s", self._label, peer, reason)
+        self._refusals.append((peer, reason))
+        info = self._info(True, f"refused a client at {peer}: {reason}", exc)
+        self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+
+    def _take_block(self, conn: _Connection, seq: int, raw: list[bytes]) -> None:
+        key = (conn.client, seq)
+        self._wait_for_room(key)
+        with self._store_lock:
+            with self._state_lock:
+                committed, known = key in self._committed, key in self._known
+            if committed or known:  # sent again after a failure: drop the copy
+                conn.ack(ACK_STORED, seq)
+                if committed:
+                    conn.ack(ACK_COMMITTED, seq)
+                return
+            records: list[Any] = (
+                [r.decode("utf-8", "replace") for r in raw] if self._as_text else raw
+            )
+            block = self._store(conn.client, seq, records)
+            with self._state_lock:
+                owner = self._awaited.pop(key, None)
+                if owner is None:
+                    self._pending.append(block)
+                else:  # a block of an interval a restarted driver recomputes: back in it
+                    self._recovered.setdefault(owner, {})[key] = block
+                self._known[key] = owner
+                self._state_lock.notify_all()
+        conn.ack(ACK_STORED, seq)
+
+    def _wait_for_room(self, key: Key) -> None:
+        """Backpressure: while ``receiver_max_buffered`` records wait for the next interval,
+        take no new block (this connection is not read, TCP slows the client down). A block
+        a recomputed interval waits for is always taken."""
+        limit = self._ssc._settings.receiver_max_buffered
+        with self._state_lock:
+            if key in self._awaited:
+                return
+            self._state_lock.wait_for(
+                lambda: sum(b.count for b in self._pending) < limit or self._stopping.is_set()
+            )
+
+    def _store(self, client: str, seq: int, records: list[Any]) -> StoredBlock:
+        """Store a block on ``replicas`` executors, trying again while executors come and go
+        (a lost peer is replaced); NotReplicatedError after the last attempt."""
+        sc = self._ssc.sparkContext
+        sc.setJobDescription(f"{self._label}: store block {seq} of client {client}")
+        for attempt in range(1, _STORE_ATTEMPTS + 1):
+            try:
+                return store_block(sc, client, seq, records, self._replicas)
+            except NotReplicatedError as exc:
+                if attempt == _STORE_ATTEMPTS or self._stopping.is_set():
+                    raise
+                log.warning("%s: %s; storing it again (attempt %d)", self._label, exc, attempt + 1)
+                self._stopping.wait(min(0.5 * 2**attempt, 8.0))
+        raise AssertionError("unreachable")
+
+    # ---- every interval ----
+    def _read(self, time: Time) -> RDD[Any]:
+        with self._state_lock:
+            if time in self._intervals:  # asked again while its blocks are stored
+                blocks = self._intervals[time]
+            elif self._restored_until is not None and time <= self._restored_until:
+                blocks = self._take_recovered(time)
+            elif self._last_read is not None and time <= self._last_read:
+                raise RuntimeError(
+                    f"{self._label} was asked again for interval {time}, whose blocks it no "
+                    "longer keeps; make the windows or remember() durations cover what the "
+                    "program reads"
+                )
+            else:
+                self._last_read = time
+                blocks, self._pending = self._pending, []
+                self._state_lock.notify_all()  # room again for the receivers
+            self._intervals[time] = blocks
+            for block in blocks:
+                self._known[block.key] = time
+        self._record_count(time, sum(b.count for b in blocks))
+        return interval_rdd(self._ssc.sparkContext, blocks)
+
+    def _take_recovered(self, time: Time) -> list[StoredBlock]:
+        """The blocks of an interval the previous driver generated: its journaled blocks,
+        sent again by their clients (they were never committed), waited for at most
+        ``recovery_wait_s``. Called with the state lock held."""
+        journaled = self._lost.get(time, [])
+        # Blocks of an interval that completed before the crash were committed: their clients
+        # forgot them (a window or state recomputing that interval misses them).
+        keys = [k for k in journaled if k not in self._committed]
+        if len(keys) < len(journaled):
+            log.warning(
+                "%s: interval %s completed before the restart; its %d committed blocks are not "
+                "sent again, so a recomputation of it reads none of them",
+                self._label,
+                time,
+                len(journaled) - len(keys),
+            )
+        if keys:
+            log.info("%s: waiting for the %d blocks of interval %s", self._label, len(keys), time)
+        self._state_lock.wait_for(
+            lambda: len(self._recovered.get(time, {})) >= len(keys) or self._stopping.is_set(),
+            self._recovery_wait_s,
+        )
+        got = self._recovered.pop(time, {})
+        self._lost.pop(time, None)
+        missing = [k for k in keys if k not in got]
+        for key in missing:
+            self._awaited.pop(key, None)  # if it comes later, it goes into a later interval
+        if missing:
+            log.warning(
+                "%s: %d of the %d blocks of interval %s were not sent again within %g s (their "
+                "clients: %s); the interval is recomputed without them, and they go into a "
+                "later interval if they come",
+                self._label,
+                len(missing),
+                len(keys),
+                time,
+                self._recovery_wait_s,
+                ", ".join(sorted({c for c, _ in missing})),
+            )
+        return [got[k] for k in keys if k in got]
+
+    def _input_metadata(self, time: Time) -> dict[str, Any]:
+        with self._state_lock:
+            blocks = list(self._intervals.get(time, ()))
+        return {
+            "blocks": [
+                {"client": b.client, "seq": b.seq, "records": b.count, "executors": b.executors}
+                for b in blocks
+            ],
+            "Description": f"{len(blocks)} received blocks",
+        }
+
+    def _on_batch_completed(self, time: Time) -> None:
+        super()._on_batch_completed(time)
+        # The engine journals this completion right after this call: the clients hear of
+        # the intervals completed before it now, and of this one at the next completion.
+        self._release_commits()
+        with self._state_lock:
+            for block in self._intervals.get(time, ()):
+                self._committed.add(block.client, block.seq)
+                self._to_commit.append(block.key)
+
+    def _release_commits(self) -> None:
+        with self._state_lock:
+            keys, self._to_commit = self._to_commit, []
+            connections = dict(self._connections)
+        for client, seq in keys:
+            conn = connections.get(client)
+            if conn is not None:
+                conn.ack(ACK_COMMITTED, seq)
+
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
+        keep = self._remember_duration or self._slide_duration
+        dropped: list[StoredBlock] = []
+        with self._state_lock:
+            for t in [t for t in self._intervals if t <= time - keep]:
+                for block in self._intervals.pop(t):
+                    self._known.pop(block.key, None)
+                    dropped.append(block)
+        for block in dropped:
+            block.drop()
+
+    # ---- the metadata journal ----
+    def _journal_state(self) -> dict[str, Any] | None:
+        with self._state_lock:
+            intervals = {t.ms: [[b.client, b.seq] for b in bs] for t, bs in self._intervals.items()}
+            # Restored intervals not recomputed yet stay on record for a next restart.
+            for t, keys in self._lost.items():
+                intervals.setdefault(t.ms, [[c, seq] for c, seq in keys])
+            return {
+                "intervals": intervals,
+                "committed": self._committed.to_json(),
+            }
+
+    def _restore_state(self, state: dict[str, Any]) -> None:
+        with self._state_lock:
+            self._committed = CommittedBlocks.from_json(state["committed"])
+            self._lost = {
+                Time(int(ms)): [(c, int(s)) for c, s in keys]
+                for ms, keys in state["intervals"].items()
+            }
+            self._awaited = {
+                key: t
+                for t, keys in self._lost.items()
+                for key in keys
+                if key not in self._committed  # completed: their clients forgot them
+            }
+            self._recovered = {}
+            self._restored_until = max(self._lost, default=None)
+
+    # ---- for listeners and tests ----
+    def _info(
+        self, active: bool, message: str = "", error: BaseException | None = None
+    ) -> ReceiverInfo:
+        conf = self._ssc.sparkContext.getConf()
+        return ReceiverInfo(
+            stream_id=self._id,
+            receiver_name=f"BlockReceiver-{self._id}",
+            is_active=active,
+            host=conf.get("spark.driver.host") or socket.gethostname(),
+            last_error_message=message,
+            last_error="" if error is None else "".join(traceback.format_exception(error)),
+            last_error_time_ms=self._ssc._clock.now().ms if message else -1,
+        )
+
+    def _description(self) -> str:
+        return f"{self._operator}[{', '.join(f'{h}:{p}' for h, p in self._bound or self._wanted)}]"
+
+    def _wait_for_pending(self, blocks: int, timeout_s: float) -> bool:
+        """Block until ``blocks`` blocks wait for the next interval (for tests and demos)."""
+        with self._state_lock:
+            return self._state_lock.wait_for(lambda: len(self._pending) >= blocks, timeout_s)
+
+    def _kill_listener(self, index: int) -> None:
+        """Close listening address ``index`` and its connections, as if that receiver died
+        (for tests: its clients fail over to the next address)."""
+        with contextlib.suppress(OSError):
+            self._servers[index].close()
+        with self._state_lock:
+            doomed = [c for c in self._connections.values() if c.listener == index]
+        for conn in doomed:  # (a client's older connections through it have failed already)
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def _pending_blocks(self) -> list[StoredBlock]:
+        with self._state_lock:
+            return list(self._pending)

@@ -1,0 +1,163 @@
+"""The receiver stream on the suite's local[2] context: every record a client sends is in
+exactly one interval, acknowledged blocks are committed once their interval completes, a
+client with the wrong secret is refused and reported, and a client whose first address is
+dead fails over to the next."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from dstream import StreamingListener
+from dstream.receiver import createStream, receiverAddresses
+from dstream.receiver.client import ReceiverClient, ReceiverRefusedError
+
+SECRET = b"0123456789abcdef-test-secret"
+
+
+class Errors(StreamingListener):
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def onReceiverError(self, receiverError: Any) -> None:
+        self.messages.append(receiverError.receiverInfo().lastErrorMessage())
+
+
+def collect(stream: Any) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    stream.foreachRDD(lambda t, rdd: out.__setitem__(t.ms, rdd.collect()))
+    return out
+
+
+def test_records_in_equal_records_out(harness: Any) -> None:
+    h = harness()
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    h.ssc.start()
+    sent: list[str] = []
+    with ReceiverClient(receiverAddresses(stream), SECRET, block_records=7) as client:
+        for interval in range(3):
+            for i in range(20):
+                record = f"r{interval}-{i}"
+                client.send(record)
+                sent.append(record)
+            assert client.wait_stored(60)  # acknowledged = stored before the interval
+            assert stream._wait_for_pending(1, 60)
+            h.run_batches(1)
+        # The last interval's commit goes out once a later interval completes.
+        h.run_batches(2)
+        assert client.wait_committed(60)
+        assert client.sent_blocks == 9  # 3 x (7 + 7 + 6)
+    received = [r for records in out.values() for r in records]
+    assert Counter(received) == Counter(sent)
+    assert sorted(out[1000]) == sorted(sent[:20])  # each interval: the blocks it received
+    assert sorted(out[3000]) == sorted(sent[40:])
+
+
+def test_a_client_with_the_wrong_secret_is_refused(harness: Any) -> None:
+    h = harness()
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    errors = Errors()
+    h.ssc.addStreamingListener(errors)
+    h.ssc.start()
+    client = ReceiverClient(receiverAddresses(stream), b"not-the-secret-at-all")
+    try:
+        client.send("sneaky")
+        with pytest.raises(ReceiverRefusedError, match="authentication failed"):
+            client.wait_committed(60)
+    finally:
+        client.close()
+    assert len(stream._refusals) == 1
+    assert "wrong HMAC" in stream._refusals[0][1]
+    h.run_batches(1)  # the listener bus delivers the report
+    assert any("refused a client" in m for m in errors.messages), errors.messages
+    assert stream._pending_blocks() == []
+    assert out == {1000: []}  # nothing of the refused client's got in
+
+
+def test_a_client_fails_over_to_the_next_address(harness: Any) -> None:
+    import socket
+
+    h = harness()
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    h.ssc.start()
+    with socket.create_server(("127.0.0.1", 0)) as dead:  # bound, then closed: refuses
+        dead_address = dead.getsockname()[:2]
+    with ReceiverClient([dead_address, *receiverAddresses(stream)], SECRET) as client:
+        for i in range(10):
+            client.send(f"x{i}")
+        assert client.wait_stored(60)
+        h.run_batches(3)
+        assert client.wait_committed(60)
+    assert sorted(r for rs in out.values() for r in rs) == sorted(f"x{i}" for i in range(10))
+
+
+def test_a_receiver_dies_and_the_client_resends_to_the_other_once_only(harness: Any) -> None:
+    h = harness()
+    stream = createStream(h.ssc, SECRET, [0, 0])  # two receivers of one stream
+    out = collect(stream)
+    h.ssc.start()
+    first, second = receiverAddresses(stream)
+    sent = [f"y{i}" for i in range(40)]
+    with ReceiverClient([first, second], SECRET, block_records=5) as client:
+        for record in sent[:30]:
+            client.send(record)
+        assert client.wait_stored(60)
+        h.run_batches(1)  # interval 1 holds the 6 blocks; not committed to the client yet
+        assert client.kept_blocks == 6
+        stream._kill_listener(0)
+        for record in sent[30:]:  # sent on to the second receiver, after the 6 kept ones
+            client.send(record)
+        assert client.wait_stored(60)
+        assert client.connections == 2
+        h.run_batches(3)
+        assert client.wait_committed(60)
+    # The 6 blocks the second receiver got again were dropped, not stored twice.
+    assert sorted(out[1000]) == sorted(sent[:30])
+    assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
+
+
+def test_the_receiver_takes_no_block_while_an_interval_worth_waits(harness: Any) -> None:
+    from dstream.settings import StreamingSettings
+
+    h = harness(settings=StreamingSettings(receiver_max_buffered=10))
+    stream = createStream(h.ssc, SECRET)
+    out = collect(stream)
+    h.ssc.start()
+    sent = [f"z{i}" for i in range(20)]
+    with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
+        for record in sent:
+            client.send(record)
+        client.flush()
+        assert stream._wait_for_pending(2, 60)
+        # 10 records wait for the next interval: the third block is not taken meanwhile.
+        assert not client.wait_stored(1.0)
+        assert [b.seq for b in stream._pending_blocks()] == [0, 1]
+        h.run_batches(1)  # takes them: room again
+        assert client.wait_stored(60)
+        h.run_batches(3)
+        assert client.wait_committed(60)
+    assert sorted(out[1000]) == sorted(sent[:10])
+    assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
+
+
+def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
+    import socket
+
+    h = harness()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        stream = createStream(h.ssc, SECRET, taken.getsockname()[1])
+        collect(stream)
+        with pytest.raises(OSError, match="holds that port: pick another one, or port=0"):
+            h.ssc.start()
+    h = harness()
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        createStream(h.ssc, b"short")
+    with pytest.raises(ValueError, match="single block manager"):
+        createStream(h.ssc, SECRET, replicas=2)
+    with pytest.raises(ValueError, match="port 70000"):
+        createStream(h.ssc, SECRET, 70000)
