@@ -13,20 +13,16 @@ heard that it completed, send those blocks again into a later interval
         --output /data/out --checkpoint /data/ckpt
 
 It stops on SIGTERM or SIGINT (finishing the interval in progress), or after --seconds.
-It prints one JSON line when it has started.
+It prints one JSON line when it has started and one per completed interval.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
-import threading
-import time
 from typing import Any
 
-from _cli import parser, spark
+from _cli import parser, run_resumable
 
 from dstream import StreamingContext
 from dstream.receiver import createStream
@@ -53,26 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     secret = os.environ.get(args.secret_env, "")
     if not secret:
         p.error(f"set the shared secret in the environment variable {args.secret_env}")
-    started = time.time()
-    sc = spark(args, "dstream-receiver-recoverable")
-    created: list[bool] = []  # setup runs only when there is nothing to resume
-
-    def setup() -> StreamingContext:
-        created.append(True)
-        return build(sc, args, secret.encode())
-
-    ssc = StreamingContext.getOrCreate(args.checkpoint, setup, sc)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    ssc.start()
-    print(
-        json.dumps({"started": True, "restored": not created, "startup_s": time.time() - started}),
-        flush=True,
+    return run_resumable(
+        args, "dstream-receiver-recoverable", lambda sc, a: build(sc, a, secret.encode())
     )
-    stop.wait(args.seconds)
-    ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -71,8 +71,9 @@ class DriverProcess:
     """A driver program (``argv`` after the Python interpreter) that prints a JSON line with
     ``"started"`` (and ``"restored"``) once running, in a process group of its own."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.argv = argv
+        self.env = env or {}  # added to this process's environment
         self.proc: subprocess.Popen[str] | None = None
         self.started = threading.Event()
         self.restored: list[bool] = []
@@ -88,7 +89,7 @@ class DriverProcess:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its own process group: the JVM and workers die with it
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable, **self.env},
         )
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         self._stderr, self._stderr_done = [], threading.Event()

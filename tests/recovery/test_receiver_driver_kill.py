@@ -6,13 +6,8 @@ sent is output by exactly one interval."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
 import socket
-import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -20,56 +15,12 @@ from pathlib import Path
 import pytest
 
 from dstream.receiver.client import ReceiverClient
-from testbed.drivers import wait_for
+from testbed.drivers import DriverProcess, wait_for
 
 pytestmark = pytest.mark.slow
 
 APP = Path(__file__).resolve().parents[2] / "apps" / "receiver_recoverable.py"
 SECRET = "driver-kill-test-secret-0123456789"
-
-
-class App:
-    """The application in a process group of its own (one kill -9 takes its JVM and
-    workers down too), started again with the same command after each kill."""
-
-    def __init__(self, args: list[str], logs: Path) -> None:
-        self.args, self.logs = args, logs
-        self.proc: subprocess.Popen[str] | None = None
-        self.started = threading.Event()
-        self.restored: list[bool] = []
-
-    def start(self) -> None:
-        self.started.clear()
-        log = self.logs / f"driver-{len(self.restored)}.log"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(APP), *self.args],
-            stdout=subprocess.PIPE,
-            stderr=log.open("w"),
-            text=True,
-            start_new_session=True,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable, "DSTREAM_RECEIVER_SECRET": SECRET},
-        )
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
-        assert self.started.wait(180), "the application did not start"
-
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("{"):
-                event = json.loads(line)
-                if event.get("started"):
-                    self.restored.append(event["restored"])
-                    self.started.set()
-
-    def kill9(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(120) == 0
 
 
 def committed(out: Path) -> dict[int, list[str]]:
@@ -108,12 +59,13 @@ def test_killing_the_driver_while_a_client_sends_loses_and_doubles_nothing(
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    app = App(
+    app = DriverProcess(
         [
+            str(APP),
             *("--port", str(port), "--output", str(out), "--checkpoint", str(ckpt)),
             *("--batch", "500ms", "--quiet"),
         ],
-        tmp_path,
+        env={"DSTREAM_RECEIVER_SECRET": SECRET},
     )
     sending = Sending(port)
     try:
