@@ -341,8 +341,15 @@ class StreamingTabFeed(StreamingListener):
 
     def _refresh(self, every_s: float) -> None:
         while not self._stopping.wait(every_s):
-            with self._lock:
-                self._push(only_changes=True)
+            try:
+                with self._lock:
+                    self._push(only_changes=True)
+            except Exception:
+                if getattr(self._ssc.sparkContext, "_jsc", True) is None:
+                    return  # the SparkContext was stopped before this context: no UI to feed
+                self._failures += 1
+                if self._failures == 1:
+                    log.warning("Streaming tab: refreshing it failed", exc_info=True)
 
     # ---- helpers ------------------------------------------------------------------------------
     def _push(self, only_changes: bool = False) -> None:

@@ -5,6 +5,7 @@ and when the context stops."""
 from __future__ import annotations
 
 import json
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -129,3 +130,26 @@ def test_stop_pushes_the_last_changes_and_marks_the_context_stopped() -> None:
     assert handle.stopped["status"] == "stopped"
     assert handle.stopped["stoppedAt"] == human_time(4500)
     assert handle.stopped["totals"]["batches"] == 1
+
+
+def test_the_refresher_ends_quietly_when_the_spark_context_stopped_first() -> None:
+    feed, handle, _, complete = feed_for({1000: progress(1000, 2)})
+    complete(1000)
+
+    def gone() -> str:
+        raise AttributeError("'NoneType' object has no attribute 'sc'")  # as PySpark's
+
+    feed._ssc.sparkContext._jsc = None  # what SparkContext.stop() leaves
+    feed._context_document = lambda **_: gone()  # type: ignore[method-assign]
+    escaped: list[BaseException | None] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: escaped.append(args.exc_value)
+    try:
+        feed.start_refreshing(every_s=0.001)
+        assert feed._refresher is not None
+        feed._refresher.join(30)
+    finally:
+        threading.excepthook = hook
+    assert not feed._refresher.is_alive()
+    assert escaped == []  # it returned: no exception escaped the thread
+    assert feed._failures == 0 and len(handle.pushes) == 1
