@@ -284,10 +284,26 @@ class StreamingContext:
         self._graph.remember(to_duration(duration, "remember duration"))
 
     def checkpoint(self, directory: str) -> None:
-        """Where state checkpoints and driver metadata are written (local path or Hadoop URI)."""
+        """Where state checkpoints and driver metadata are written (local path or Hadoop URI).
+
+        The directory is created now, as Spark's ``checkpoint()`` does (a program may list or
+        remove it before ``start()``); nothing is written into it until ``start()``."""
         self._check_can_add("checkpoint")
         if not isinstance(directory, str) or not directory:
             raise ValueError(f"checkpoint() directory {directory!r} must be a non-empty path")
+        self._use_checkpoint_dir(directory)
+
+    def _use_checkpoint_dir(self, directory: str) -> None:
+        """Bind this program to ``directory``, creating it (and its parents) if missing."""
+        from dstream.storage.filesystem import filesystem_for
+
+        try:
+            filesystem_for(directory, self._sc).mkdirs(directory)
+        except OSError as exc:
+            raise CheckpointDirectoryError(
+                f"checkpoint directory {directory} cannot be created: {exc}; choose a "
+                "directory this program's user can write"
+            ) from exc
         self._checkpoint_dir = directory
 
     def addStreamingListener(self, streamingListener: StreamingListener) -> None:

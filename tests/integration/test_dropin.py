@@ -229,3 +229,25 @@ def test_get_active_or_create(sc: Any, tmp_path: Path) -> None:
     assert len(calls) == 2 and fresh is calls[1] and fresh._checkpoint_dir == str(tmp_path / "ckpt")
     with pytest.raises(TypeError, match=r"getActiveOrCreate\(\) needs a function for setupFunc"):
         StreamingContext.getActiveOrCreate(None, "setup")  # type: ignore[arg-type]
+
+
+def test_checkpoint_creates_its_directory_as_pysparks(sc: Any, tmp_path: Path) -> None:
+    """PySpark's checkpoint() (and getOrCreate without a checkpoint) creates the directory at
+    once; its own test removes it before start()... and after stop(), which fails if missing."""
+    from dstream import ManualClock
+
+    target = tmp_path / "runs" / "ckpt"
+    ssc = StreamingContext(sc, 1, clock=ManualClock(0))
+    ssc.checkpoint(str(target))
+    assert target.is_dir() and list(target.iterdir()) == []  # nothing written before start()
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    ssc.start()  # an empty directory it created is accepted as its own
+    ssc.stop(stopSparkContext=False)
+    assert list(target.iterdir())
+
+    missing = tmp_path / "missing"
+    fresh = StreamingContext.getOrCreate(
+        str(missing), lambda: StreamingContext(sc, 1, clock=ManualClock(0)), sc
+    )
+    assert missing.is_dir() and fresh._checkpoint_dir == str(missing)
+    fresh.stop(stopSparkContext=False)
