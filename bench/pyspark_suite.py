@@ -62,11 +62,14 @@ FILE_TIMEOUT_S = 900  # a hung file is reported as an error, not waited on forev
 
 _IMPORT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
-        re.compile(r"^(\s*)from pyspark\.streaming import (StreamingContext|StreamingListener)\b"),
+        re.compile(
+            r"^(\s*)from pyspark\.streaming import (StreamingContext|StreamingListener)\b",
+            re.MULTILINE,
+        ),
         r"\1from dstream import \2",
     ),
     (
-        re.compile(r"^(\s*)from pyspark\.testing\.streamingutils import\b"),
+        re.compile(r"^(\s*)from pyspark\.testing\.streamingutils import\b", re.MULTILINE),
         rf"\1from {BASE_MODULE} import",
     ),
 )
@@ -89,14 +92,14 @@ def rewrite_imports(source: str, engine: str) -> str:
     """
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r} is not one of {ENGINES}; pass dstream or pyspark")
-    lines = []
-    for line in source.splitlines(keepends=True):
-        for pattern, replacement in _IMPORT_RULES:
-            if engine == "pyspark" and "streamingutils" not in pattern.pattern:
-                continue
-            line = pattern.sub(replacement, line)
-        lines.append(line)
-    return "".join(lines)
+    rules = [
+        (pattern, replacement)
+        for pattern, replacement in _IMPORT_RULES
+        if engine == "dstream" or "streamingutils" in pattern.pattern
+    ]
+    for pattern, replacement in rules:
+        source = pattern.sub(replacement, source)
+    return source
 
 
 def one_line(text: str | None, limit: int = 160) -> str:
@@ -156,9 +159,7 @@ def run_file(directory: Path, name: str, select: str | None) -> list[Outcome]:
     """Run one test file with pytest in its own process; its outcomes."""
     report = directory / f"{name}.xml"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(directory), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env["PYSPARK_SUBMIT_ARGS"] = (
