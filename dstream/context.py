@@ -350,6 +350,8 @@ class StreamingContext:
                 zero = first - self._batch_duration
             self._graph.start(zero)
             journal = self._open_journal() if self._checkpoint_dir is not None else None
+            if journal is not None:
+                self._give_rdds_the_checkpoint_dir()
             self._lease = None if journal is None else claim(journal.fs, journal.directory)
             self._monitor = self._start_monitor()
             self._web_ui = attach_web_ui(self, self._monitor)
@@ -383,6 +385,17 @@ class StreamingContext:
             scheduler.start(first)
             self._state = "active"
             _running[self._id] = self
+
+    def _give_rdds_the_checkpoint_dir(self) -> None:
+        """As Spark's ``checkpoint()``: RDDs the program checkpoints itself (``rdd.checkpoint()``
+        in ``foreachRDD`` or ``transform``) are written under the checkpoint directory, in
+        ``rdd-checkpoints/`` — unless the SparkContext has a checkpoint directory already
+        (the program's own choice, or another running context's), which is kept."""
+        from dstream.storage.filesystem import join
+
+        assert self._checkpoint_dir is not None
+        if self._sc.getCheckpointDir() is None:
+            self._sc.setCheckpointDir(join(self._checkpoint_dir, "rdd-checkpoints"))
 
     def _start_monitor(self) -> ExecutorMonitor | None:
         """The JVM shim's task events, read by the executor monitor (per-interval task

@@ -251,3 +251,29 @@ def test_checkpoint_creates_its_directory_as_pysparks(sc: Any, tmp_path: Path) -
     )
     assert missing.is_dir() and fresh._checkpoint_dir == str(missing)
     fresh.stop(stopSparkContext=False)
+
+
+def test_rdds_the_program_checkpoints_go_under_the_checkpoint_directory(
+    harness: Any, tmp_path: Path
+) -> None:
+    """Spark's checkpoint() also sets the SparkContext's checkpoint directory, so a PySpark
+    program may call rdd.checkpoint() in foreachRDD; without one Spark refuses it."""
+    h: Harness = harness()
+    sc = h.ssc.sparkContext
+    before = sc.getCheckpointDir()  # None, or set by an earlier context in this session
+    h.ssc.checkpoint(str(tmp_path / "ckpt"))
+    checkpointed: list[tuple[bool, list[int]]] = []
+
+    def checkpoint_it(rdd: Any) -> None:
+        rdd.checkpoint()
+        values = sorted(rdd.collect())
+        checkpointed.append((rdd.isCheckpointed(), values))
+
+    h.ssc.queueStream([[2, 1]]).foreachRDD(checkpoint_it)
+    h.ssc.start()
+    h.run_batches(1)
+    assert checkpointed == [(True, [1, 2])]
+    if before is None:
+        assert sc.getCheckpointDir().startswith(f"file:{tmp_path}/ckpt/rdd-checkpoints/")
+    else:
+        assert sc.getCheckpointDir() == before  # a directory already set is kept
