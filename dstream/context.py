@@ -284,10 +284,26 @@ class StreamingContext:
         self._graph.remember(to_duration(duration, "remember duration"))
 
     def checkpoint(self, directory: str) -> None:
-        """Where state checkpoints and driver metadata are written (local path or Hadoop URI)."""
+        """Where state checkpoints and driver metadata are written (local path or Hadoop URI).
+
+        The directory is created now, as Spark's ``checkpoint()`` does (a program may list or
+        remove it before ``start()``); nothing is written into it until ``start()``."""
         self._check_can_add("checkpoint")
         if not isinstance(directory, str) or not directory:
             raise ValueError(f"checkpoint() directory {directory!r} must be a non-empty path")
+        self._use_checkpoint_dir(directory)
+
+    def _use_checkpoint_dir(self, directory: str) -> None:
+        """Bind this program to ``directory``, creating it (and its parents) if missing."""
+        from dstream.storage.filesystem import filesystem_for
+
+        try:
+            filesystem_for(directory, self._sc).mkdirs(directory)
+        except OSError as exc:
+            raise CheckpointDirectoryError(
+                f"checkpoint directory {directory} cannot be created: {exc}; choose a "
+                "directory this program's user can write"
+            ) from exc
         self._checkpoint_dir = directory
 
     def addStreamingListener(self, streamingListener: StreamingListener) -> None:
@@ -334,6 +350,8 @@ class StreamingContext:
                 zero = first - self._batch_duration
             self._graph.start(zero)
             journal = self._open_journal() if self._checkpoint_dir is not None else None
+            if journal is not None:
+                self._give_rdds_the_checkpoint_dir()
             self._lease = None if journal is None else claim(journal.fs, journal.directory)
             self._monitor = self._start_monitor()
             self._web_ui = attach_web_ui(self, self._monitor)
@@ -367,6 +385,17 @@ class StreamingContext:
             scheduler.start(first)
             self._state = "active"
             _running[self._id] = self
+
+    def _give_rdds_the_checkpoint_dir(self) -> None:
+        """As Spark's ``checkpoint()``: RDDs the program checkpoints itself (``rdd.checkpoint()``
+        in ``foreachRDD`` or ``transform``) are written under the checkpoint directory, in
+        ``rdd-checkpoints/`` — unless the SparkContext has a checkpoint directory already
+        (the program's own choice, or another running context's), which is kept."""
+        from dstream.storage.filesystem import join
+
+        assert self._checkpoint_dir is not None
+        if self._sc.getCheckpointDir() is None:
+            self._sc.setCheckpointDir(join(self._checkpoint_dir, "rdd-checkpoints"))
 
     def _start_monitor(self) -> ExecutorMonitor | None:
         """The JVM shim's task events, read by the executor monitor (per-interval task

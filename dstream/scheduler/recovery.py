@@ -148,7 +148,7 @@ def set_up(setup: Callable[[], StreamingContext], path: str | None) -> Streaming
     if path is None:
         return ssc
     if ssc._checkpoint_dir is None:
-        ssc._checkpoint_dir = path
+        ssc._use_checkpoint_dir(path)  # created now, as PySpark's getOrCreate does
     elif ssc._checkpoint_dir.rstrip("/") != path.rstrip("/"):
         raise ValueError(
             f"setupFunc set the checkpoint directory {ssc._checkpoint_dir}, but "

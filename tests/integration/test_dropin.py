@@ -229,3 +229,51 @@ def test_get_active_or_create(sc: Any, tmp_path: Path) -> None:
     assert len(calls) == 2 and fresh is calls[1] and fresh._checkpoint_dir == str(tmp_path / "ckpt")
     with pytest.raises(TypeError, match=r"getActiveOrCreate\(\) needs a function for setupFunc"):
         StreamingContext.getActiveOrCreate(None, "setup")  # type: ignore[arg-type]
+
+
+def test_checkpoint_creates_its_directory_as_pysparks(sc: Any, tmp_path: Path) -> None:
+    """PySpark's checkpoint() (and getOrCreate without a checkpoint) creates the directory at
+    once; its own test removes it before start()... and after stop(), which fails if missing."""
+    from dstream import ManualClock
+
+    target = tmp_path / "runs" / "ckpt"
+    ssc = StreamingContext(sc, 1, clock=ManualClock(0))
+    ssc.checkpoint(str(target))
+    assert target.is_dir() and list(target.iterdir()) == []  # nothing written before start()
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    ssc.start()  # an empty directory it created is accepted as its own
+    ssc.stop(stopSparkContext=False)
+    assert list(target.iterdir())
+
+    missing = tmp_path / "missing"
+    fresh = StreamingContext.getOrCreate(
+        str(missing), lambda: StreamingContext(sc, 1, clock=ManualClock(0)), sc
+    )
+    assert missing.is_dir() and fresh._checkpoint_dir == str(missing)
+    fresh.stop(stopSparkContext=False)
+
+
+def test_rdds_the_program_checkpoints_go_under_the_checkpoint_directory(
+    harness: Any, tmp_path: Path
+) -> None:
+    """Spark's checkpoint() also sets the SparkContext's checkpoint directory, so a PySpark
+    program may call rdd.checkpoint() in foreachRDD; without one Spark refuses it."""
+    h: Harness = harness()
+    sc = h.ssc.sparkContext
+    before = sc.getCheckpointDir()  # None, or set by an earlier context in this session
+    h.ssc.checkpoint(str(tmp_path / "ckpt"))
+    checkpointed: list[tuple[bool, list[int]]] = []
+
+    def checkpoint_it(rdd: Any) -> None:
+        rdd.checkpoint()
+        values = sorted(rdd.collect())
+        checkpointed.append((rdd.isCheckpointed(), values))
+
+    h.ssc.queueStream([[2, 1]]).foreachRDD(checkpoint_it)
+    h.ssc.start()
+    h.run_batches(1)
+    assert checkpointed == [(True, [1, 2])]
+    if before is None:
+        assert sc.getCheckpointDir().startswith(f"file:{tmp_path}/ckpt/rdd-checkpoints/")
+    else:
+        assert sc.getCheckpointDir() == before  # a directory already set is kept
