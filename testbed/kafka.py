@@ -137,7 +137,7 @@ class KafkaBroker:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> KafkaBroker:
         """Format the storage (first start only), launch the JVM, wait until it serves."""
-        from dstream.testing.jvm import java_executable
+        from testbed.jvm import java_executable
 
         with self._lock:
             if self.alive:

@@ -10,7 +10,7 @@ state partitions and running tasks with it; Spark recomputes them from lineage, 
 recomputed Kafka tasks read exactly their interval's recorded offsets again. The test
 (tests/kafka/test_executor_kill.py) checks that every produced record was read by exactly
 one interval and that the final counts are exact. The clock is a ManualClock advanced
-interval by interval (as dstream.testing.faults does); the producer runs in real time.
+interval by interval (as testbed.faults does); the producer runs in real time.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--executor-mb", type=int, default=640)
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from dstream.testing.faults import wait_for_executors
+    from testbed.faults import wait_for_executors
     from pyspark import SparkContext
 
     from dstream.sparkconf import recommended_conf

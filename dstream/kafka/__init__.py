@@ -53,10 +53,10 @@ from dstream.kafka.sink import record_identity, saveToKafka
 from dstream.time import Duration, to_duration
 
 if TYPE_CHECKING:
+    from dstream.api.columnar import BatchStream
     from dstream.context import StreamingContext
     from dstream.dstream import DStream
     from dstream.kafka.source import Converter, KafkaInputDStream, SourceOptions
-    from dstream.operators.columnar import BatchStream
 
 __all__ = [
     "EARLIEST",
@@ -183,12 +183,12 @@ def createDirectBatchStream(
     rangesRemember: object = "60s",
 ) -> BatchStream:
     """The values of ``createDirectStream``'s records as Arrow arrays (up to 65,536 values
-    each, several per task): a :class:`~dstream.operators.columnar.BatchStream`, like
+    each, several per task): a :class:`~dstream.api.columnar.BatchStream`, like
     ``ssc.textBatchStream``, whose ``contains``, ``words``, ``countByValue`` ... work on
     whole arrays. ``valueType`` ``"string"`` (UTF-8, invalid bytes replaced by U+FFFD)
     or ``"binary"``; a record without a value is null. The same ranges, journal and
     options as ``createDirectStream``."""
-    from dstream.operators.columnar import BatchStream
+    from dstream.api.columnar import BatchStream
 
     require_client()
     if valueType not in ("string", "binary"):
