@@ -317,13 +317,6 @@ class StreamingContext:
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         """Validate the program and start generating one batch per interval."""
-        from dstream.scheduler.checkpointer import Checkpointer
-        from dstream.scheduler.coordinator import BatchCoordinator
-        from dstream.scheduler.events import CheckpointFailed, CheckpointWritten
-        from dstream.scheduler.scheduler import JobScheduler
-        from dstream.scheduler.webui import attach_web_ui
-        from dstream.storage.ownership import claim
-
         with self._state_lock:
             if self._state == "active":
                 raise ContextStateError(
@@ -348,43 +341,87 @@ class StreamingContext:
             else:
                 first = now.floor(self._batch_duration) + self._batch_duration
                 zero = first - self._batch_duration
-            self._graph.start(zero)
-            journal = self._open_journal() if self._checkpoint_dir is not None else None
-            if journal is not None:
-                self._give_rdds_the_checkpoint_dir()
-            self._lease = None if journal is None else claim(journal.fs, journal.directory)
-            self._monitor = self._start_monitor()
-            self._web_ui = attach_web_ui(self, self._monitor)
-            self._coordinator = BatchCoordinator(self, journal, self._lease, self._monitor)
-            scheduler = JobScheduler(
-                self._graph,
-                self._sc,
-                clock=self._clock,
-                settings=self._settings,
-                bus=self._bus,
-                on_error=self._report_error,
-                group_prefix=self._job_group_prefix,
-                hooks=self._coordinator,
-                failed_before=failed_before(self._restored_from),
-                lease=self._lease,
-            )
-            if any(s._is_state for s in self._graph.streams):
-                self._checkpointer = Checkpointer(
-                    self._sc,
-                    self._job_group_prefix,
-                    lambda stream, time, s: scheduler.post(CheckpointWritten(stream, time, s)),
-                    lambda stream, time, e, n: scheduler.post(CheckpointFailed(stream, time, e, n)),
-                    retries=self._settings.checkpoint_retries,
-                )
-                self._checkpointer.start()
-            self._bus.start()
-            self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
-            for source in self._graph.inputs:
-                source._start()
-            self._scheduler = scheduler
-            scheduler.start(first)
+            try:
+                self._start_engine(now, zero, first)
+            except BaseException:
+                self._undo_start()
+                raise
             self._state = "active"
             _running[self._id] = self
+
+    def _start_engine(self, now: Time, zero: Time, first: Time) -> None:
+        """start()'s work once the program is checked: the journal and its lease, the
+        executor monitor and Streaming tab, the coordinator, checkpointer, listener bus,
+        sources and scheduler, which generates ``first`` and every interval after it."""
+        from dstream.scheduler.checkpointer import Checkpointer
+        from dstream.scheduler.coordinator import BatchCoordinator
+        from dstream.scheduler.events import CheckpointFailed, CheckpointWritten
+        from dstream.scheduler.scheduler import JobScheduler
+        from dstream.scheduler.webui import attach_web_ui
+        from dstream.storage.ownership import claim
+
+        self._graph.start(zero)
+        journal = self._open_journal() if self._checkpoint_dir is not None else None
+        if journal is not None:
+            self._give_rdds_the_checkpoint_dir()
+        self._lease = None if journal is None else claim(journal.fs, journal.directory)
+        self._monitor = self._start_monitor()
+        self._web_ui = attach_web_ui(self, self._monitor)
+        self._coordinator = BatchCoordinator(self, journal, self._lease, self._monitor)
+        scheduler = JobScheduler(
+            self._graph,
+            self._sc,
+            clock=self._clock,
+            settings=self._settings,
+            bus=self._bus,
+            on_error=self._report_error,
+            group_prefix=self._job_group_prefix,
+            hooks=self._coordinator,
+            failed_before=failed_before(self._restored_from),
+            lease=self._lease,
+        )
+        if any(s._is_state for s in self._graph.streams):
+            self._checkpointer = Checkpointer(
+                self._sc,
+                self._job_group_prefix,
+                lambda stream, time, s: scheduler.post(CheckpointWritten(stream, time, s)),
+                lambda stream, time, e, n: scheduler.post(CheckpointFailed(stream, time, e, n)),
+                retries=self._settings.checkpoint_retries,
+            )
+            self._checkpointer.start()
+        self._bus.start()
+        self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
+        for source in self._graph.inputs:
+            source._start()
+        self._scheduler = scheduler
+        scheduler.start(first)
+
+    def _undo_start(self) -> None:
+        """A start() that failed part-way (a receiver's port taken, a lease refused...) stops
+        what it had started (threads, sources, the Streaming tab) and leaves the context
+        stopped: the error is the user's to fix, in a new StreamingContext."""
+        parts: list[tuple[str, Callable[[], object]]] = []
+        if self._scheduler is not None:
+            scheduler = self._scheduler
+            parts.append(("scheduler", lambda: scheduler.stop(graceful=False)))
+        if self._checkpointer is not None:
+            checkpointer = self._checkpointer
+            parts.append(("checkpointer", lambda: checkpointer.stop(graceful=False)))
+        parts += [(f"input {s._id}", s._stop) for s in self._graph.inputs]
+        if self._monitor is not None:
+            parts.append(("executor monitor", self._monitor.stop))
+        parts.append(("listener bus", self._bus.stop))
+        if self._web_ui is not None:
+            parts.append(("Streaming tab", self._web_ui.stop))
+        for what, stop in parts:
+            try:
+                stop()
+            except Exception:
+                log.debug("stopping the %s after a failed start()", what, exc_info=True)
+        if self._temp_storage is not None:
+            shutil.rmtree(self._temp_storage, ignore_errors=True)
+            self._temp_storage = None
+        self._state = "stopped"
 
     def _give_rdds_the_checkpoint_dir(self) -> None:
         """As Spark's ``checkpoint()``: RDDs the program checkpoints itself (``rdd.checkpoint()``

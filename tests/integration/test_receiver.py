@@ -5,12 +5,14 @@ dead fails over to the next."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from dstream import StreamingListener
+from dstream.errors import ContextStateError
 from dstream.receiver import createStream, receiverAddresses
 from dstream.receiver.client import ReceiverClient, ReceiverRefusedError
 
@@ -149,11 +151,17 @@ def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
     import socket
 
     h = harness()
+    threads_before = set(threading.enumerate())
     with socket.create_server(("127.0.0.1", 0)) as taken:
         stream = createStream(h.ssc, SECRET, taken.getsockname()[1])
         collect(stream)
         with pytest.raises(OSError, match="holds that port: pick another one, or port=0"):
             h.ssc.start()
+    # The failed start stopped what it had started (listener bus, executor monitor, Streaming
+    # tab): nothing of it keeps running, and the context is stopped.
+    assert {t.name for t in set(threading.enumerate()) - threads_before} == set()
+    with pytest.raises(ContextStateError, match="stopped StreamingContext"):
+        h.ssc.start()
     h = harness()
     with pytest.raises(ValueError, match="at least 16 bytes"):
         createStream(h.ssc, b"short")
