@@ -156,10 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--executor-mb", type=int, default=640)
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from testbed.faults import wait_for_executors
     from pyspark import SparkContext
 
     from dstream.sparkconf import recommended_conf
+    from testbed.faults import wait_for_executors
 
     master = f"local-cluster[{args.executors},1,{args.executor_mb}]"
     conf = (
