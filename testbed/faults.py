@@ -112,6 +112,22 @@ def executor_count(sc: Any) -> int:
     return int(sc._jsc.sc().getExecutorMemoryStatus().size()) - 1  # minus the driver
 
 
+def cluster_conf(
+    master: str, name: str, executor_mb: int, parallelism: int, speculation: bool = False
+) -> Any:
+    """The SparkConf of a fault run: dstream's recommended settings, no UI, the driver on
+    loopback, executors of ``executor_mb`` MB, ``parallelism`` partitions by default."""
+    from dstream.sparkconf import recommended_conf
+
+    return (
+        recommended_conf(master, name, speculation=speculation)
+        .set("spark.ui.enabled", "false")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.executor.memory", f"{executor_mb}m")
+        .set("spark.default.parallelism", str(parallelism))
+    )
+
+
 def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
     """Until n executors are registered with the driver (a cluster starts them lazily, and
     replaces killed ones within seconds)."""
@@ -305,15 +321,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
 
-    from dstream.sparkconf import recommended_conf
-
     master = args.master or f"local-cluster[{args.executors},1,{args.executor_mb}]"
-    conf = (
-        recommended_conf(master, f"dstream-faults-{args.workload}", speculation=args.speculation)
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.executor.memory", f"{args.executor_mb}m")
-        .set("spark.default.parallelism", str(args.partitions))
+    conf = cluster_conf(
+        master,
+        f"dstream-faults-{args.workload}",
+        args.executor_mb,
+        args.partitions,
+        speculation=args.speculation,
     )
     for setting in args.conf:
         key, _, value = setting.partition("=")

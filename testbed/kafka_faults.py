@@ -158,17 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
 
-    from dstream.sparkconf import recommended_conf
-    from testbed.faults import wait_for_executors
+    from testbed.faults import cluster_conf, wait_for_executors
 
     master = f"local-cluster[{args.executors},1,{args.executor_mb}]"
-    conf = (
-        recommended_conf(master, "dstream-kafka-faults")
-        .set("spark.ui.enabled", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.executor.memory", f"{args.executor_mb}m")
-        .set("spark.default.parallelism", str(args.executors))
-    )
+    conf = cluster_conf(master, "dstream-kafka-faults", args.executor_mb, args.executors)
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     started = time.monotonic()
