@@ -3,10 +3,13 @@
 One program (a rate source, running word counts with updateStateByKey, a 30 s window with
 an inverse) runs for --seconds without queries, then for --seconds with a thread that runs
 queries in a loop on its live state (snapshot().count(), lookup(), a SQL view), in the same
-SparkContext and run. Reports each phase's median and p95 processing time and scheduling
-delay, and their ratio. Writes bench/results/queries.json.
+SparkContext and run. --think makes the loop pause that many seconds after each round of
+three queries (a person at the shell); 0 runs them back to back. Reports each phase's
+median and p95 processing time and scheduling delay, and their ratio. Writes
+bench/results/queries.json.
 
-    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 20000 --seconds 60
+    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 5000 --seconds 60
+    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 5000 --seconds 60 --think 2
     PYTHONPATH=. .venv/bin/python bench/queries.py --smoke
 """
 
@@ -48,6 +51,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--rate", type=int, default=20_000)
     p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--think", type=float, default=0.0, help="pause after each query round")
     p.add_argument("--warmup", type=float, default=35, help="the window fills first")
     p.add_argument("--smoke", action="store_true", help="tiny and short: check it runs")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "queries.json"))
@@ -77,6 +81,7 @@ def main() -> int:
             totals.lookup("the")
             spark.sql("select count(*), sum(value) from window").collect()
             queries[0] += 3
+            stop.wait(args.think)
 
     pause = threading.Event()
     pause.wait(args.warmup)
@@ -90,7 +95,12 @@ def main() -> int:
     asker.join(120)
     delays.phase = "done"
     ssc.stop(stopSparkContext=True, stopGraceFully=True)
-    result: dict[str, Any] = {"rate": args.rate, "seconds": args.seconds, "queries": queries[0]}
+    result: dict[str, Any] = {
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "think_s": args.think,
+        "queries": queries[0],
+    }
     for phase in ("without queries", "with queries"):
         rows = [r for r in delays.rows if r[0] == phase]
         result[phase] = {
@@ -101,6 +111,8 @@ def main() -> int:
     result["processing_ratio"] = result["with queries"]["processing_ms"]["median"] / base
     print(json.dumps(result, indent=2))
     if not args.smoke:
+        if args.think:
+            args.out = args.out.replace(".json", f"-think{args.think:g}.json")
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
