@@ -21,7 +21,7 @@ scaling and recovery.
 
     python bench/traffic.py --smoke                    # everything, tiny, < 1 min
     python bench/traffic.py accuracy                   # pure Python (minutes)
-    python bench/traffic.py scaling --executors 1 2 --samples 100 300
+    python bench/traffic.py scaling --executors 1 2 --samples-list 150 300
     python bench/traffic.py recovery
     python bench/traffic.py report                     # tables and plots from the results
 """
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size-spark", type=int, default=28)
     p.add_argument("--trips-per-min-spark", type=float, default=60)
     p.add_argument("--executors", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--samples-list", type=int, nargs="+", default=[100, 300])
+    p.add_argument("--samples-list", type=int, nargs="+", default=[150, 300])
     p.add_argument("--intervals", type=int, default=12)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--partitions", type=int, default=8)
