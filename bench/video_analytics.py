@@ -87,7 +87,10 @@ def sustain_probe(sc: Any, sessions: int, batch_s: float, args: argparse.Namespa
     os.makedirs(incoming)
     ssc = StreamingContext(sc, batch_s)
     events = ssc.textFileStream(incoming).map(parse_event)
-    cfg = MonitorConfig(batch_ms=batch_ms, window_ms=10_000, baseline_ms=60_000)
+    timeout_ms = -(-MonitorConfig.timeout_ms // batch_ms) * batch_ms  # whole intervals
+    cfg = MonitorConfig(
+        batch_ms=batch_ms, window_ms=10_000, baseline_ms=60_000, timeout_ms=timeout_ms
+    )
     monitor = video_monitor.build(events, cfg, args.partitions, args.group_partitions)
     video_monitor.save(monitor, out)
     batches: dict[int, tuple[int, int]] = {}
