@@ -9,9 +9,10 @@ content: the input is durable by construction, which is what lineage-based recov
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from dstream.sources.base import InputDStream, generated_partitions
+from dstream.sources.base import InputDStream
 from dstream.sources.textgen import generate_lines
 from dstream.time import Time
 
@@ -65,8 +66,9 @@ class RateInputDStream(InputDStream):
         self._record_count(time, total)
         parts, seed, size, t = self._partitions, self._seed, self._record_bytes, time.ms
 
-        def generate(p: int) -> list[str]:
+        def generate(p: int, _: Iterable[Any]) -> Iterator[str]:
             lo, hi = total * p // parts, total * (p + 1) // parts
-            return generate_lines(hash((seed, t, p)), hi - lo, size)
+            return iter(generate_lines(hash((seed, t, p)), hi - lo, size))
 
-        return generated_partitions(self._ssc.sparkContext, parts, generate)
+        base: RDD[Any] = self._ssc.sparkContext.parallelize([], parts)
+        return base.mapPartitionsWithIndex(generate)
