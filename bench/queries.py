@@ -8,8 +8,8 @@ three queries (a person at the shell); 0 runs them back to back. Reports each ph
 median and p95 processing time and scheduling delay, and their ratio. Writes
 bench/results/queries.json.
 
-    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 5000 --seconds 60
-    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 5000 --seconds 60 --think 2
+    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 1000 --seconds 60
+    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 1000 --seconds 60 --think 2
     PYTHONPATH=. .venv/bin/python bench/queries.py --smoke
 """
 
