@@ -49,7 +49,7 @@ def summary(values: list[int]) -> dict[str, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--rate", type=int, default=20_000)
+    p.add_argument("--rate", type=int, default=1_000)
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--think", type=float, default=0.0, help="pause after each query round")
     p.add_argument("--warmup", type=float, default=35, help="the window fills first")
@@ -112,7 +112,8 @@ def main() -> int:
     print(json.dumps(result, indent=2))
     if not args.smoke:
         if args.think:
-            args.out = args.out.replace(".json", f"-think{args.think:g}.json")
+            out = Path(args.out)
+            args.out = str(out.with_name(f"{out.stem}-think{args.think:g}{out.suffix}"))
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     return 0
 

@@ -30,12 +30,14 @@ from typing import Any
 
 from _spark import spark_context
 
-from dstream import StreamingContext, StreamingListener, Time
+from dstream import Duration, StreamingContext, StreamingListener, Time
 from dstream.sources.textgen import generate_lines
+
+BATCH = Duration(1000)
 
 
 def program(sc: Any, indir: str, out: str) -> StreamingContext:
-    ssc = StreamingContext(sc, 1)
+    ssc = StreamingContext(sc, BATCH)
     ssc.checkpoint(f"{out}/ckpt")
     pairs = ssc.textFileStream(indir).flatMap(str.split).map(lambda w: (w, 1))
     pairs.reduceByKeyAndWindow(operator.add, operator.sub, 30).saveAsTextFiles(f"{out}/window")
@@ -97,8 +99,7 @@ def main() -> int:
         os.rename(hidden, indir / f"f{i:05d}.txt")
         pause.wait(1.0)
     end = Time(int(time.time() * 1000))
-    batch = live._batch_duration
-    if not live.wait_for_batch(end.floor(batch) + batch, timeout_s=30.0 * args.intervals):
+    if not live.wait_for_batch(end.floor(BATCH) + BATCH, timeout_s=30.0 * args.intervals):
         raise SystemExit("the live run did not complete the last file's interval in time")
     live_s = time.time() - begin.ms / 1000
     live.stop(stopSparkContext=False, stopGraceFully=True)
@@ -115,9 +116,10 @@ def main() -> int:
         "speedup": round(report.records_per_second / (records / live_s), 2),
         "live_processing_ms_median": statistics.median(processing.ms),
     }
-    diff = differing(outputs(str(work / "live")), outputs(str(work / "replay")))
-    result["replayed_output_dirs"] = len(outputs(str(work / "replay")))
-    result["same_outputs"] = not diff and result["replayed_output_dirs"] > 0
+    replayed = outputs(str(work / "replay"))
+    diff = differing(outputs(str(work / "live")), replayed)
+    result["replayed_output_dirs"] = len(replayed)
+    result["same_outputs"] = not diff and bool(replayed)
     result["differing"] = diff[:10]
     print(json.dumps(result, indent=2))
     sc.stop()
