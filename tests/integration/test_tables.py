@@ -19,6 +19,7 @@ def test_intervals_join_the_newest_loaded_version_and_never_wait_for_a_load(
     sc = h.ssc.sparkContext
     loads: list[int] = []
     slow_load, reloading = threading.Event(), threading.Event()
+    later_loads = threading.Event()
 
     def load() -> Any:
         version = len(loads) + 1
@@ -26,6 +27,10 @@ def test_intervals_join_the_newest_loaded_version_and_never_wait_for_a_load(
         if version == 2:
             reloading.set()
             assert slow_load.wait(120)  # the second load is a long batch job
+        if version >= 3:
+            # The clock passed the third load's due time while the second one ran: hold it
+            # back so the last intervals show which version they joined, not a race.
+            later_loads.wait(120)
         return sc.parallelize([("k", f"v{version}"), ("j", f"v{version}")], 2)
 
     table = RefreshedTable(load, every=2, clock=h.clock)
@@ -41,6 +46,7 @@ def test_intervals_join_the_newest_loaded_version_and_never_wait_for_a_load(
     assert table.wait_for_version(2, 60)
     h.run_batches(2)
     table.close()
+    later_loads.set()
     versions = [{v for _, (_, v) in batch} for batch in got.in_order()]
     # Every interval ran meanwhile (none waited for the load), each with one whole version.
     assert versions[:4] == [{"v1"}] * 4 and versions[4:] == [{"v2"}] * 2
