@@ -33,7 +33,7 @@ from dstream.kafka.ranges import (
     starting_positions,
 )
 from dstream.kafka.reader import Settings, TaskSpec, message_chunks, value_arrays
-from dstream.sources.base import InputDStream
+from dstream.sources.base import InputDStream, generated_partitions
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class KafkaInputDStream(InputDStream):
         settings, poll = self._settings, self._options.poll_timeout_s
         convert, as_text = self._converter, self._as_text
 
-        def read_piece(split: int, _: Iterable[Any]) -> Iterator[Any]:
+        def read_piece(split: int) -> Iterator[Any]:
             if convert is None:
                 return value_arrays(settings, specs[split], poll, as_text)
             return (
@@ -226,8 +226,7 @@ class KafkaInputDStream(InputDStream):
                 for record in convert(chunk)
             )
 
-        base: RDD[Any] = sc.parallelize([], len(specs))
-        return base.mapPartitionsWithIndex(read_piece)
+        return generated_partitions(sc, len(specs), read_piece)
 
     def _input_metadata(self, time: Time) -> dict[str, Any]:
         with self._state_lock:

@@ -9,10 +9,9 @@ content: the input is durable by construction, which is what lineage-based recov
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dstream.sources.base import InputDStream
+from dstream.sources.base import InputDStream, generated_partitions
 from dstream.sources.textgen import generate_lines
 from dstream.time import Time
 
@@ -66,9 +65,8 @@ class RateInputDStream(InputDStream):
         self._record_count(time, total)
         parts, seed, size, t = self._partitions, self._seed, self._record_bytes, time.ms
 
-        def generate(p: int, _: Iterable[Any]) -> Iterator[str]:
+        def generate(p: int) -> list[str]:
             lo, hi = total * p // parts, total * (p + 1) // parts
-            return iter(generate_lines(hash((seed, t, p)), hi - lo, size))
+            return generate_lines(hash((seed, t, p)), hi - lo, size)
 
-        base: RDD[Any] = self._ssc.sparkContext.parallelize([], parts)
-        return base.mapPartitionsWithIndex(generate)
+        return generated_partitions(self._ssc.sparkContext, parts, generate)

@@ -175,6 +175,24 @@ def test_rate_stream_is_deterministic_and_exact(harness: Any) -> None:
     assert set(generate_lines(hash((42, 500, 0)), 50, 100)) <= set(outputs[0][0])
 
 
+def test_generated_sources_reuse_python_workers(harness: Any) -> None:
+    # A source whose partitions are generated on the executors (rate, Kafka) must let
+    # PySpark hand each Python worker back to its pool: a new worker per task meant a new
+    # process importing the engine every interval (most of a light interval's time).
+    h: Harness = harness(batch_ms=500)
+    pids: list[int] = []
+    h.ssc.rateStream(200, numPartitions=2).foreachRDD(
+        lambda rdd: pids.extend(
+            rdd.mapPartitions(lambda it: [os.getpid() + 0 * len(list(it))]).collect()
+        )
+    )
+    h.ssc.start()
+    h.run_batches(8)
+    h.ssc.stop(stopSparkContext=False)
+    assert len(pids) == 16
+    assert len(set(pids)) <= 4, f"{len(set(pids))} Python worker processes for 16 tasks"
+
+
 def test_rate_stream_arguments_are_validated(harness: Any) -> None:
     ssc = harness().ssc
     with pytest.raises(ValueError, match=r"recordsPerSecond -5 must be >= 0"):
