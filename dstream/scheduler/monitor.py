@@ -183,6 +183,9 @@ class ExecutorMonitor:
         self._target: int | None = None  # what we last asked the cluster manager for
         self._avoided: dict[str, str | None] = {}  # avoided executor -> host
         self._unjudged = 0  # intervals not judged while the executors settle
+        # Executors that joined while running, and how many of their own intervals (ones they
+        # ran tasks in) are still not judged: a fresh JVM and its first Python workers are slow.
+        self._newcomers: dict[str, int] = {}
         # Per running stage, its finished tasks: (job group, executor, ms; inf if outrun).
         self._stage_tasks: dict[tuple[int, int], list[tuple[str | None, str, float]]] = {}
         self._subscribers: list[Subscription] = []
@@ -338,10 +341,13 @@ class ExecutorMonitor:
                     tasks.append((event.job_group, event.executor_id, took))
             case ExecutorAdded(executor_id, host):
                 self._hosts[executor_id] = host
+                if self._policy is not None:
+                    self._newcomers[executor_id] = self._policy.window
                 self._most_executors = max(self._most_executors, len(self._hosts))
                 self._settle()
             case ExecutorRemoved(executor_id):
                 self._hosts.pop(executor_id, None)
+                self._newcomers.pop(executor_id, None)
                 self._settle()
                 if self._health is not None and executor_id not in self._avoided:
                     self._health.forget(executor_id)
@@ -361,17 +367,24 @@ class ExecutorMonitor:
         interval = self._intervals.get(ms)
         if interval is None or self._health is None:
             return
+        ran = set(interval.slowdowns) - set(self._avoided)
+        for executor in ran & set(self._newcomers):
+            ran.discard(executor)  # one of its own first intervals: its warm-up
+            self._newcomers[executor] -= 1
+            if self._newcomers[executor] == 0:
+                del self._newcomers[executor]
         if self._unjudged > 0:
             self._unjudged -= 1
             return
         assert self._policy is not None
-        ran = set(interval.slowdowns) - set(self._avoided)
         self._health.interval_done(ran, interval.slowed(self._policy.slowdown) & ran)
 
     def _settle(self) -> None:
         """The executors changed: a new JVM and its Python workers are slow at first, and
         what a lost executor held is being recomputed. Slowness now says nothing about a
-        node, so the next ``window`` intervals are not judged."""
+        node, so the next ``window`` intervals are not judged; and a newcomer is not judged
+        in the first ``window`` intervals it runs tasks in (it may get none at first, when
+        the others take every task)."""
         if self._policy is not None:
             self._unjudged = self._policy.window
 

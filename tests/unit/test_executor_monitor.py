@@ -218,6 +218,24 @@ def test_intervals_right_after_executors_change_are_not_judged() -> None:
     assert control.calls == [("kill", "4"), ("request_total", 3)]
 
 
+def test_a_newcomer_is_not_judged_until_it_has_run_its_own_first_intervals() -> None:
+    # It joins, the settling intervals pass without giving it work (the others took every
+    # task), then its first tasks are cold: those intervals are its warm-up, not strikes.
+    monitor, feed, control, _ = make(AvoidancePolicy(window=2, strikes=1))
+    feed.queue.append(ExecutorAdded("4", "10.0.0.4", 500, 1, False))
+    for i in range(1, 5):
+        interval(feed, i * 1000, i, {"1": 100, "2": 110})
+        complete(monitor, i * 1000)
+    cold = {"1": 100, "2": 110, "4": 400}
+    for i in range(5, 7):
+        interval(feed, i * 1000, i, cold)
+        complete(monitor, i * 1000)
+    assert control.calls == []
+    interval(feed, 7000, 7, cold)  # still slow after its warm-up: now it counts
+    complete(monitor, 7000)
+    assert control.calls == [("kill", "4"), ("request_total", 3)]
+
+
 def test_stopping_gives_the_avoided_executors_back() -> None:
     monitor, feed, control, _ = make(AvoidancePolicy(window=1, strikes=1))
     interval(feed, 1000, 1, {"1": 100, "2": 110, "3": 400})
