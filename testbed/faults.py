@@ -48,9 +48,24 @@ def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
 
 
 def grep(ssc: Any, args: argparse.Namespace) -> Any:
-    """Records containing a word, counted per interval (stateless)."""
+    """Records containing a word, counted per interval (stateless). With ``--task-ms``
+    every task also waits that long first, as a task reading from a slow store would: the
+    straggler runs need tasks whose length is set by the work, not by scheduling noise."""
     lines = ssc.rateStream(args.rate, numPartitions=args.partitions, seed=6)
+    if args.task_ms:
+        lines = lines.mapPartitions(_after_ms(args.task_ms), preservesPartitioning=True)
     return lines.filter(lambda line: GREP_WORD in line.split()).count()
+
+
+def _after_ms(ms: int) -> Any:
+    """A partition function that passes its records on after ``ms`` of waiting (on the
+    executor's wall clock, which SIGSTOP does not stop: a stopped task finishes late)."""
+
+    def wait_then_pass(records: Any) -> Any:
+        time.sleep(ms / 1000)
+        return records
+
+    return wait_then_pass
 
 
 WORKLOADS = {"wordcount": wordcount, "grep": grep}
@@ -246,6 +261,9 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         tasks_by_interval[t] = tasks_by_interval.get(t, 0) + 1
         if start.stage_attempt > 0:
             retried_stages.setdefault(t, set()).add(start.stage_id)
+    started_by_executor: dict[str, int] = {}
+    for start in starts:
+        started_by_executor[start.executor_id] = started_by_executor.get(start.executor_id, 0) + 1
     by_executor: dict[str, int] = {}
     for end in ends:
         if end.successful:
@@ -267,6 +285,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "speculative_tasks": sum(e.speculative for e in starts),
         "speculative_won": sum(e.speculative and e.successful for e in ends),
         "succeeded_by_executor": dict(sorted(by_executor.items())),
+        "started_by_executor": dict(sorted(started_by_executor.items())),
         "hosts": sorted({e.host for e in starts}),
         "tasks_by_interval": tasks_by_interval,
         "retried_stages_by_interval": {t: len(v) for t, v in retried_stages.items()},
@@ -291,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--intervals", type=int, default=45)
     p.add_argument("--rate", type=int, default=2000, help="records per second")
     p.add_argument("--partitions", type=int, default=6, help="input partitions")
+    p.add_argument("--task-ms", type=int, default=0, help="grep: each task waits this long")
     p.add_argument("--state-partitions", type=int, default=None, help="window state partitions")
     p.add_argument("--window", type=int, default=30, help="window length, seconds")
     p.add_argument("--checkpoint", type=int, default=10, help="state checkpoint interval, s")

@@ -59,10 +59,13 @@ def test_speculation_copies_a_stopped_executors_tasks(cluster: StandaloneCluster
 def test_an_executor_that_keeps_straggling_is_avoided_then_brought_back(
     cluster: StandaloneCluster,
 ) -> None:
-    reference = faults(cluster, "--intervals", "24")
+    # Tasks of 400 ms of their own (a slow store's reads): with Python workers reused, a
+    # rate partition is ~20 ms of work, and a judgement of 20 ms tasks is one of scheduling
+    # noise; and a newcomer's cold first tasks should not look like a straggler's.
+    reference = faults(cluster, "--intervals", "24", "--task-ms", "400")
     run = faults(
         cluster,
-        *("--intervals", "24", "--slow", "0.9", "--speculation", "--avoid"),
+        *("--intervals", "24", "--task-ms", "400", "--slow", "0.9", "--speculation", "--avoid"),
         *("--avoid-window", "3", "--avoid-strikes", "2", "--avoid-cooldown", "6"),
     )
     slowed = run["slowed"]
