@@ -5,6 +5,7 @@ checkpoints that keep failing, has one writer for its journal and restores its s
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -315,3 +316,70 @@ def test_a_sink_gets_the_intervals_identity(harness: Any, tmp_path: Path) -> Non
         (Time(2000), "warehouse", "warehouse/2000"),
     ]
     assert {i.epoch for i in seen} == {1}  # the first driver on this checkpoint directory
+
+
+def stoppable_program(
+    sc: Any, clock: ManualClock, indir: Path, out: Path, ckpt: Path, release: Path
+) -> StreamingContext:
+    """A sink whose Spark job runs until ``release`` exists (a long write)."""
+    ssc = StreamingContext(sc, Duration(1000), clock=clock)
+    ssc.checkpoint(str(ckpt))
+
+    def long_write(records: Any) -> Any:
+        import os
+        import time as t
+
+        deadline = t.monotonic() + 120
+        while not os.path.exists(str(release)) and t.monotonic() < deadline:
+            t.sleep(0.01)  # inside a Spark task: the job runs until the test releases it
+        return records
+
+    def sink(time: Time, rdd: Any) -> None:
+        got = sorted(rdd.mapPartitions(long_write).collect())
+        with (out / "sink.log").open("a") as f:
+            f.write(f"{time.ms} {got}\n")
+
+    ssc.textFileStream(str(indir)).save(sink, name="db")
+    return ssc
+
+
+def test_an_interval_cancelled_by_stop_is_not_recorded_and_runs_after_a_restart(
+    sc: Any, tmp_path: Path
+) -> None:
+    indir, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    release = tmp_path / "release"
+    indir.mkdir()
+    out.mkdir()
+    for name, at_ms in (("a", 500), ("b", 1500)):
+        (indir / name).write_text(name + "\n")
+        os.utime(indir / name, ns=(at_ms * 1_000_000,) * 2)
+    release.touch()
+    clock = ManualClock(0)
+    first = stoppable_program(sc, clock, indir, out, ckpt, release)
+    first.start()
+    clock.advance(1000)
+    assert first.wait_for_batch(Time(1000), 60)
+    release.unlink()
+    clock.advance(1000)  # 2000's write starts and does not end...
+    tracker = sc.statusTracker()
+    group = f"{first._job_group_prefix}-2000"
+    waited = threading.Event()
+    for _ in range(1200):
+        if tracker.getJobIdsForGroup(group):
+            break
+        waited.wait(0.05)
+    assert tracker.getJobIdsForGroup(group), "the interval's job never started"
+    first.stop(stopSparkContext=False)  # ...before the program is stopped, not gracefully
+    record = latest_record(ckpt)
+    # Cancelled by the stop, not failed: still to do, so a restart runs it.
+    assert record.completed_ms == 1000 and record.failed_ms == ()
+
+    release.touch()
+    clock = ManualClock(2000)
+    resumed = StreamingContext.getOrCreate(
+        str(ckpt), lambda: stoppable_program(sc, clock, indir, out, ckpt, release), sc, clock=clock
+    )
+    resumed.start()
+    assert resumed.wait_for_batch(Time(2000), 60)
+    resumed.stop(stopSparkContext=False)
+    assert (out / "sink.log").read_text().splitlines() == ["1000 ['a']", "2000 ['b']"]
