@@ -92,6 +92,11 @@ def consumer_settings(params: Mapping[str, Any]) -> dict[str, Any]:
     # A fetch at the log's end waits this long for data that a range never needs; the
     # default (500 ms) made every task after the first in a worker wait for it.
     settings.setdefault("fetch.wait.max.ms", 10)
+    # Once its local queue holds queued.min.messages (100,000), librdkafka postpones the
+    # next fetch of the partition by this much. A range of 1M 100-byte records on a local
+    # broker took 2.6-4.4 s to read with the default (1 s), 0.55-0.67 s at 10 ms
+    # (bench/README.md, "Reading Kafka").
+    settings.setdefault("fetch.queue.backoff.ms", 10)
     settings.update(
         {
             "enable.auto.commit": False,

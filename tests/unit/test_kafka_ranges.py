@@ -209,6 +209,12 @@ def test_a_task_consumer_never_commits_or_resets_silently() -> None:
     assert settings["enable.partition.eof"] is True
 
 
+def test_a_task_consumer_fetches_again_soon_and_the_user_may_say_otherwise() -> None:
+    assert consumer_settings({"bootstrap.servers": "h:1"})["fetch.queue.backoff.ms"] == 10
+    mine = consumer_settings({"bootstrap.servers": "h:1", "fetch.queue.backoff.ms": 200})
+    assert mine["fetch.queue.backoff.ms"] == 200
+
+
 def test_a_missing_client_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)
     with pytest.raises(KafkaClientMissingError, match=r"pip install 'dstream\[kafka\]'"):
