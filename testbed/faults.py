@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 from testbed.processes import process_tree
@@ -261,9 +262,6 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         tasks_by_interval[t] = tasks_by_interval.get(t, 0) + 1
         if start.stage_attempt > 0:
             retried_stages.setdefault(t, set()).add(start.stage_id)
-    started_by_executor: dict[str, int] = {}
-    for start in starts:
-        started_by_executor[start.executor_id] = started_by_executor.get(start.executor_id, 0) + 1
     by_executor: dict[str, int] = {}
     for end in ends:
         if end.successful:
@@ -285,7 +283,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "speculative_tasks": sum(e.speculative for e in starts),
         "speculative_won": sum(e.speculative and e.successful for e in ends),
         "succeeded_by_executor": dict(sorted(by_executor.items())),
-        "started_by_executor": dict(sorted(started_by_executor.items())),
+        "started_by_executor": dict(sorted(Counter(e.executor_id for e in starts).items())),
         "hosts": sorted({e.host for e in starts}),
         "tasks_by_interval": tasks_by_interval,
         "retried_stages_by_interval": {t: len(v) for t, v in retried_stages.items()},

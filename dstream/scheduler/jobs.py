@@ -95,6 +95,11 @@ class JobRunner:
             self._cancelled.set()
             self._cond.notify_all()
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether stop() cancelled the jobs (what fails from then on was cancelled)."""
+        return self._cancelled.is_set()
+
     def shutdown(self, graceful: bool) -> None:
         self._pool.shutdown(wait=True, cancel_futures=not graceful)
 

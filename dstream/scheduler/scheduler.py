@@ -173,8 +173,6 @@ class JobScheduler:
         # Set by stop() before the job pool shuts down; an interval the timer posted just
         # before the stop is then not generated (instead of failing to submit its jobs).
         self._stopping = False
-        # Set by a stop() that cancels the running jobs: what fails from then on was cancelled.
-        self._cancelled_by_stop = False
         self._generating = threading.Lock()
         self.stats = OverheadStats()
 
@@ -196,7 +194,6 @@ class JobScheduler:
         else:
             with self._done:
                 running = list(self._batches)
-            self._cancelled_by_stop = True
             self._jobs.cancel()  # jobs waiting at the gate or to retry give up
             for t in running:
                 self._sc.cancelJobGroup(self._group(t))
@@ -432,7 +429,7 @@ class JobScheduler:
         self, time: Time, index: int, at_ms: int, error: StreamingJobError | None, attempts: int
     ) -> None:
         batch = self._batches[time]
-        if error is not None and self._cancelled_by_stop:
+        if error is not None and self._jobs.cancelled:
             # Cancelled by stop(), not failed: the interval is left pending, so the journal
             # never records it (as completed or as failed) and a program restarted from its
             # checkpoint runs it again, as after a crash.

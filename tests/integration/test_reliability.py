@@ -4,6 +4,7 @@ checkpoints that keep failing, has one writer for its journal and restores its s
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import threading
@@ -112,21 +113,32 @@ def test_an_interval_that_still_fails_is_journaled_as_failed_and_later_ones_run(
     assert record.completed_ms == 3000 and record.pending_ms == ()
 
 
+def put(indir: Path, name: str, at_ms: int) -> None:
+    """A one-line file ``name`` that arrived at ``at_ms``."""
+    (indir / name).write_text(name + "\n")
+    os.utime(indir / name, ns=(at_ms * 1_000_000,) * 2)
+
+
+def file_program(
+    sc: Any, clock: ManualClock, indir: Path, ckpt: Path, sink: Any, **settings: Any
+) -> StreamingContext:
+    """Lines of the files in ``indir``, each interval's to ``sink``, with a checkpoint."""
+    ssc = StreamingContext(sc, Duration(1000), clock=clock, settings=StreamingSettings(**settings))
+    ssc.checkpoint(str(ckpt))
+    ssc.textFileStream(str(indir)).save(sink, name="db")
+    return ssc
+
+
 def halting_program(
     sc: Any, clock: ManualClock, indir: Path, out: Path, ckpt: Path, gate: Path
 ) -> StreamingContext:
-    settings = StreamingSettings(on_failed_interval="halt", **FAST_RETRIES)
-    ssc = StreamingContext(sc, Duration(1000), clock=clock, settings=settings)
-    ssc.checkpoint(str(ckpt))
-
     def sink(time: Time, rdd: Any) -> None:
         if gate.exists():  # the outage: the external system refuses writes
             raise OSError("the database is down")
         with (out / "sink.log").open("a") as f:
             f.write(f"{time.ms} {sorted(rdd.collect())}\n")
 
-    ssc.textFileStream(str(indir)).save(sink, name="db")
-    return ssc
+    return file_program(sc, clock, indir, ckpt, sink, on_failed_interval="halt", **FAST_RETRIES)
 
 
 def test_with_halt_a_failed_interval_stops_the_program_and_runs_again_after_a_restart(
@@ -136,17 +148,11 @@ def test_with_halt_a_failed_interval_stops_the_program_and_runs_again_after_a_re
     indir.mkdir()
     out.mkdir()
 
-    def put(name: str, at_ms: int) -> None:
-        import os
-
-        (indir / name).write_text(name + "\n")
-        os.utime(indir / name, ns=(at_ms * 1_000_000,) * 2)
-
     clock = ManualClock(0)
     first = halting_program(sc, clock, indir, out, ckpt, gate)
-    put("a", 500)
-    put("b", 1500)
-    put("c", 2500)
+    put(indir, "a", 500)
+    put(indir, "b", 1500)
+    put(indir, "c", 2500)
     first.start()
     clock.advance(1000)
     assert first.wait_for_batch(1000, 60)
@@ -319,19 +325,16 @@ def test_a_sink_gets_the_intervals_identity(harness: Any, tmp_path: Path) -> Non
 
 
 def stoppable_program(
-    sc: Any, clock: ManualClock, indir: Path, out: Path, ckpt: Path, release: Path
+    sc: Any, clock: ManualClock, indir: Path, out: Path, ckpt: Path, gate: Path
 ) -> StreamingContext:
-    """A sink whose Spark job runs until ``release`` exists (a long write)."""
-    ssc = StreamingContext(sc, Duration(1000), clock=clock)
-    ssc.checkpoint(str(ckpt))
+    """A sink whose Spark job runs while the test holds an exclusive lock on ``gate`` (a
+    long write): each task takes a shared lock on it first."""
 
     def long_write(records: Any) -> Any:
-        import os
-        import time as t
+        import fcntl
 
-        deadline = t.monotonic() + 120
-        while not os.path.exists(str(release)) and t.monotonic() < deadline:
-            t.sleep(0.01)  # inside a Spark task: the job runs until the test releases it
+        with open(gate) as f:
+            fcntl.flock(f, fcntl.LOCK_SH)
         return records
 
     def sink(time: Time, rdd: Any) -> None:
@@ -339,45 +342,43 @@ def stoppable_program(
         with (out / "sink.log").open("a") as f:
             f.write(f"{time.ms} {got}\n")
 
-    ssc.textFileStream(str(indir)).save(sink, name="db")
-    return ssc
+    return file_program(sc, clock, indir, ckpt, sink)
 
 
 def test_an_interval_cancelled_by_stop_is_not_recorded_and_runs_after_a_restart(
     sc: Any, tmp_path: Path
 ) -> None:
     indir, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
-    release = tmp_path / "release"
+    gate = tmp_path / "gate"
     indir.mkdir()
     out.mkdir()
-    for name, at_ms in (("a", 500), ("b", 1500)):
-        (indir / name).write_text(name + "\n")
-        os.utime(indir / name, ns=(at_ms * 1_000_000,) * 2)
-    release.touch()
+    gate.touch()
+    put(indir, "a", 500)
+    put(indir, "b", 1500)
     clock = ManualClock(0)
-    first = stoppable_program(sc, clock, indir, out, ckpt, release)
+    first = stoppable_program(sc, clock, indir, out, ckpt, gate)
     first.start()
     clock.advance(1000)
     assert first.wait_for_batch(Time(1000), 60)
-    release.unlink()
-    clock.advance(1000)  # 2000's write starts and does not end...
-    tracker = sc.statusTracker()
-    group = f"{first._job_group_prefix}-2000"
-    waited = threading.Event()
-    for _ in range(1200):
-        if tracker.getJobIdsForGroup(group):
-            break
-        waited.wait(0.05)
-    assert tracker.getJobIdsForGroup(group), "the interval's job never started"
-    first.stop(stopSparkContext=False)  # ...before the program is stopped, not gracefully
+    with gate.open() as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        clock.advance(1000)  # 2000's write starts and does not end...
+        tracker = sc.statusTracker()
+        group = f"{first._job_group_prefix}-2000"
+        started = threading.Event()
+        for _ in range(1200):  # until Spark runs the interval's job
+            if tracker.getJobIdsForGroup(group):
+                break
+            started.wait(0.05)
+        assert tracker.getJobIdsForGroup(group), "the interval's job never started"
+        first.stop(stopSparkContext=False)  # ...before the program is stopped, not gracefully
     record = latest_record(ckpt)
     # Cancelled by the stop, not failed: still to do, so a restart runs it.
     assert record.completed_ms == 1000 and record.failed_ms == ()
 
-    release.touch()
     clock = ManualClock(2000)
     resumed = StreamingContext.getOrCreate(
-        str(ckpt), lambda: stoppable_program(sc, clock, indir, out, ckpt, release), sc, clock=clock
+        str(ckpt), lambda: stoppable_program(sc, clock, indir, out, ckpt, gate), sc, clock=clock
     )
     resumed.start()
     assert resumed.wait_for_batch(Time(2000), 60)
