@@ -1,14 +1,24 @@
-"""Where an interval of the quick start's program goes (issue 18's breakdown): its Spark
-stages and tasks, the tasks' own time by kind, the stages' wall time, and what is left for
-the driver (building the interval's RDDs, submitting and completing its jobs).
+"""Where an interval goes (issue 18's breakdown): its Spark stages and tasks, the tasks'
+own time by kind and by part (Spark's task metrics: deserializing the task, running it,
+serializing its result, waiting for shuffle blocks, GC, and the scheduler's delay around
+it), the stages' wall time, and what is left for the driver (building the interval's RDDs,
+submitting and completing its jobs).
 
-The program is `make run`'s (`apps/wordcount.py`: a rate source, word counts over a 30 s
-window with the inverse, the top 5 taken each interval), local[2], on a ManualClock
-advanced one interval at a time once the previous one completed (so no interval waits for
-another). Task events come from the engine's executor monitor (the JVM shim's listener).
-The first ``--warmup`` intervals are left out.
+Programs (``--program``):
+
+- ``quickstart``: `make run`'s (`apps/wordcount.py`: a rate source at ``--rate``, word
+  counts over a 30 s window with the inverse, the top 5 taken each interval).
+- ``grep`` and ``wordcount``: the throughput benchmark's columnar programs
+  (bench/throughput_systems.py) on one file of ``--rate`` 100-byte records per interval
+  (bench/throughput_input.py's records), the light loads of issue 18's goal 1.
+
+local[2], on a ManualClock advanced one interval at a time once the previous one completed
+(so no interval waits for another). Task events come from the engine's executor monitor
+(the JVM shim's listener), task metrics from Spark's REST API. The first ``--warmup``
+intervals are left out.
 
     PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --intervals 45
+    PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --program wordcount --rate 50000
 """
 
 from __future__ import annotations
@@ -17,65 +27,138 @@ import argparse
 import contextlib
 import io
 import json
+import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "apps"))
+sys.path.insert(0, str(HERE))
+
+T0 = 1_700_000_000_000  # the ManualClock's start (epoch ms), so files' times fit intervals
+METRICS = (  # Spark's task metrics (ms) reported per task kind
+    "executorDeserializeTime",
+    "executorRunTime",
+    "resultSerializationTime",
+    "jvmGcTime",
+    "schedulerDelay",
+    "gettingResultTime",
+)
+
+
+def program(args: argparse.Namespace, ssc: Any, work: Path) -> Callable[[int], None]:
+    """Build ``args.program`` on ``ssc``; returns what puts interval k's input in place."""
+    if args.program == "quickstart":
+        from wordcount import print_top, windowed_counts
+
+        windowed_counts(ssc.rateStream(args.rate), 30).foreachRDD(print_top(5))
+        return lambda k: None
+    from throughput_input import RecordPool
+    from throughput_systems import dstream_columnar_program
+
+    pool = RecordPool(500_000, "/tmp/dstream-throughput-pool")
+    watched = work / "in"
+    watched.mkdir(parents=True)
+    dstream_columnar_program(ssc, str(watched), args.program, 1.0)
+
+    def put(k: int) -> None:  # lands inside interval k: ((k-1) s, k s]
+        hidden = watched / f".f{k}"
+        pool.write_file(k, args.rate, hidden)
+        mtime = (T0 + (k - 1) * 1000 + 300) * 1_000_000
+        os.utime(hidden, ns=(mtime, mtime))
+        hidden.rename(watched / f"f{k}")
+        if k > 40:  # keep tmpfs small; the 30 s window has read them
+            (watched / f"f{k - 40}").unlink(missing_ok=True)
+
+    return put
+
+
+def task_metrics(ui: str, app: str, stage_ids: list[int]) -> list[dict[str, Any]]:
+    """Spark's metrics of the successful tasks of ``stage_ids``, from its REST API."""
+    tasks = []
+    for sid in stage_ids:
+        url = f"{ui}/api/v1/applications/{app}/stages/{sid}/0/taskList?length=1000"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            tasks += [t for t in json.load(r) if t.get("status") == "SUCCESS"]
+    return tasks
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--program", choices=("quickstart", "grep", "wordcount"), default="quickstart")
     p.add_argument("--intervals", type=int, default=45)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--rate", type=int, default=2000, help="records per second")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "interval_breakdown.json")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="default: bench/results/interval_breakdown[-PROGRAM].json",
+    )
     args = p.parse_args(argv)
+    suffix = "" if args.program == "quickstart" else f"-{args.program}"
+    out = args.out or HERE / "results" / f"interval_breakdown{suffix}.json"
 
     from pyspark import SparkContext
-    from wordcount import print_top, windowed_counts
 
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.scheduler.shim import StageCompleted, StageSubmitted, TaskEnd
     from dstream.sparkconf import recommended_conf
 
-    sc = SparkContext(conf=recommended_conf("local[2]", "dstream-interval-breakdown"))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers need pyarrow
+    conf = recommended_conf("local[2]", "dstream-interval-breakdown")
+    conf.set("spark.ui.enabled", "true")  # task metrics come from its REST API
+    sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
-    clock = ManualClock(0)
+    ui, app = sc.uiWebUrl, sc.applicationId
+    clock = ManualClock(T0)
     ssc = StreamingContext(sc, Duration(1000), clock=clock)
-    windowed_counts(ssc.rateStream(args.rate), 30).foreachRDD(print_top(5))
+    from throughput_probe import default_work_root
+
+    work = Path(tempfile.mkdtemp(prefix="dstream-breakdown-", dir=default_work_root()))
+    put = program(args, ssc, work)
     ssc.start()
     feed = ssc.executor_monitor.subscribe()
     wall: dict[int, float] = {}
     with contextlib.redirect_stdout(io.StringIO()):  # the top words of each interval
         for k in range(1, args.intervals + 1):
+            put(k)
             began = time.perf_counter()
             clock.advance(1000)
-            if not ssc.wait_for_batch(Time(k * 1000), 120):
+            if not ssc.wait_for_batch(Time(T0 + k * 1000), 120):
                 raise SystemExit(f"interval {k} did not complete")
             wall[k * 1000] = (time.perf_counter() - began) * 1000
     ssc.executor_monitor.poll_now()
     events = feed.poll()
     stats = ssc._scheduler.stats  # the driver's own time per interval (as bench/overhead.py)
-    ssc.stop(stopSparkContext=True)
-
     per: dict[int, dict[str, Any]] = {}
     for e in events:
         group = getattr(e, "job_group", None) or ""
         tail = group.rsplit("-", 1)[-1]
         if not tail.isdigit():
             continue
-        d = per.setdefault(int(tail), {"stages": {}, "wall": {}, "tasks": {}})
+        d = per.setdefault(int(tail) - T0, {"stages": {}, "wall": {}, "tasks": {}, "kind": {}})
         if isinstance(e, StageSubmitted):
             d["stages"][e.stage_id] = e.name.split(" at ")[0]
         elif isinstance(e, StageCompleted) and e.submission_time and e.completion_time:
             d["wall"][e.stage_id] = e.completion_time - e.submission_time
         elif isinstance(e, TaskEnd) and e.successful:
             d["tasks"].setdefault(e.task_type, []).append(e.finish_time - e.launch_time)
+            d["kind"][e.stage_id] = e.task_type
     kept = [ms for ms in sorted(wall) if ms > args.warmup * 1000 and ms in per]
+
+    metrics: dict[str, list[dict[str, Any]]] = {}
+    for ms in kept:
+        for sid, kind in per[ms]["kind"].items():
+            metrics.setdefault(kind, []).extend(task_metrics(ui, app, [sid]))
+    ssc.stop(stopSparkContext=True)
+    shutil.rmtree(work, ignore_errors=True)
 
     def med(xs: list[float]) -> float:
         return round(statistics.median(xs), 1)
@@ -83,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     interval_ms = med([wall[ms] for ms in kept])
     stages_ms = med([sum(per[ms]["wall"].values()) for ms in kept])
     report = {
+        "program": args.program,
         "intervals": len(kept),
         "rate": args.rate,
         "interval_ms": interval_ms,
@@ -95,12 +179,19 @@ def main(argv: list[str] | None = None) -> int:
             kind: med([x for ms in kept for x in per[ms]["tasks"].get(kind, [])])
             for kind in ("ShuffleMapTask", "ResultTask")
         },
+        "task_metrics_ms_by_kind": {
+            kind: {
+                m: med([float(t["taskMetrics"][m] if m in t["taskMetrics"] else t[m]) for t in ts])
+                for m in METRICS
+            }
+            for kind, ts in metrics.items()
+        },
         "driver_generate_ms": med([s * 1000 for s in list(stats.generate_s)[args.warmup :]]),
         "driver_complete_ms": med([s * 1000 for s in list(stats.complete_s)[args.warmup :]]),
     }
     print(json.dumps(report, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

@@ -32,7 +32,7 @@ class StateOps(WindowOps[T]):
         removes the key. Values reach ``updateFunc`` in input order."""
         from pyspark import RDD
 
-        from dstream.streams.copartitioned import hash_partitioned
+        from dstream.streams.copartitioned import partition_by
         from dstream.streams.keyed_state import StateDStream, TaggedEvents
 
         name = "updateStateByKey"
@@ -45,7 +45,7 @@ class StateOps(WindowOps[T]):
                 if isinstance(initialRDD, RDD)
                 else self._ssc.sparkContext.parallelize(list(initialRDD))
             )
-            initial = hash_partitioned(rdd, n)
+            initial = partition_by(rdd, n)
         events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
         return StateDStream(events, uf.guarded(), initial, [uf])
 

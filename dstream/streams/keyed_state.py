@@ -16,7 +16,7 @@ from dstream.functions import UserFunction
 from dstream.storage.checkpoint import COMPLETE
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.state_table import decode_manifest, encode_manifest
-from dstream.streams.copartitioned import hash_partitioned, memory_only, sectioned_union
+from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
 from dstream.streams.state_base import StateStream
 from dstream.tasks.state_merge import merge_update_state, sections
 from dstream.tasks.track_state import (
@@ -58,7 +58,7 @@ class TaggedEvents(DStream[Any]):
         rdd = self._parents[0]._get_or_compute(time)
         if rdd is None:
             return None
-        return hash_partitioned(rdd.mapPartitionsWithIndex(_tag_positions), self._partitions)
+        return partition_by(rdd.mapPartitionsWithIndex(_tag_positions), self._partitions)
 
 
 class StateDStream(StateStream):

@@ -22,8 +22,8 @@ from dstream.storage.checkpoint import partition_path, read_partition
 from dstream.streams.copartitioned import (
     co_partitioned_union,
     memory_only,
+    partition_by,
     sectioned_union,
-    shuffled,
 )
 from dstream.streams.state_base import StateStream
 from dstream.streams.window_spec import WindowSpec, entering, window_times
@@ -132,7 +132,7 @@ class ReducedWindowedDStream(StateStream):
             combined = parent.mapPartitions(
                 lambda it: iter(combine_locally(it, func).items()), preservesPartitioning=True
             )
-            rdd = self._shuffled[time] = shuffled(combined, self._partitions)
+            rdd = self._shuffled[time] = partition_by(combined, self._partitions)
         return rdd
 
     def _fold(

@@ -48,8 +48,10 @@ def test_progress_records_describe_each_batch(harness: Any, tmp_path: Path) -> N
     assert source["numInputRows"] == 2 and source["files"] == [str(indir / "1.txt")]
     (state,) = last["stateOperators"]
     assert state["name"] == "totals" and state["operator"].startswith("updateStateByKey at ")
-    assert state["lastCheckpoint"] == human_time(1000)  # the checkpoint of the first interval
-    assert state["lineageDepth"] == 1  # one interval since that checkpoint
+    # The newest checkpoint published: the first interval's, or the second's when its
+    # asynchronous write finished before the interval completed (seen under load).
+    assert state["lastCheckpoint"] in (human_time(1000), human_time(2000))
+    assert state["lineageDepth"] == 1  # interval 2 was built on interval 1's checkpoint
     assert isinstance(state["memoryUsedBytes"], int) and state["memoryUsedBytes"] > 0
     (output,) = last["outputs"]
     assert output["name"].startswith("foreachRDD at test_progress.py:")
