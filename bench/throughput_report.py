@@ -53,7 +53,10 @@ the inverse function, collected to the driver. TopK: the 10 most frequent words 
 {WINDOW_S} s (count descending, then word).
 
 **Systems** (`bench/throughput_systems.py`), all on the same SparkConf
-(`dstream.sparkconf.recommended_conf("local[2]")`, UI off, `spark.sql.shuffle.partitions=2`):
+(`dstream.sparkconf.recommended_conf("local[2]")`, UI off, `spark.sql.shuffle.partitions=2`)
+but for the Python worker daemon: since 2026-11-27 (commit after 4de2cd6) dstream's
+(`dstream.tasks.daemon`) for dstream, PySpark's for the peers; the rows of earlier runs
+all had PySpark's:
 
 - `dstream`: the workloads on dstream's columnar fast path (README, "Columnar fast
   path"): `textBatchStream` → `contains(PATTERN)` → the arrays' lengths summed;

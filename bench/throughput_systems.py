@@ -445,17 +445,22 @@ def start_pyarrow(directory: str, workload: str, interval_ms: int) -> Running:
 # -- one entry point ----------------------------------------------------------------------
 
 
-def spark_conf(master: str) -> Any:
-    """The one SparkConf every Spark-based system gets: dstream's recommended settings, no UI
+def spark_conf(master: str, system: str = "dstream") -> Any:
+    """The SparkConf every Spark-based system gets: dstream's recommended settings, no UI
     (a probe needs no port), and as many SQL shuffle partitions as cores, which is what
-    reduceByKey uses in the DStream engines (Spark SQL's default is 200 tiny tasks)."""
+    reduceByKey uses in the DStream engines (Spark SQL's default is 200 tiny tasks). The one
+    difference: the peers run PySpark's own Python worker daemon, not dstream's
+    (``dstream.tasks.daemon``, which is dstream's code, not a Spark setting)."""
     cores = master.removeprefix("local[").removesuffix("]")
-    return bench_conf(
+    conf = bench_conf(
         "dstream-bench-throughput",
         master,
         spark__ui__enabled="false",
         spark__sql__shuffle__partitions=cores if cores.isdigit() else "2",
     )
+    if not system.startswith("dstream"):
+        conf.set("spark.python.daemon.module", "pyspark.daemon")
+    return conf
 
 
 def start_system(
@@ -470,7 +475,7 @@ def start_system(
         return start_pyarrow(directory, workload, interval_ms)
     from pyspark import SparkContext
 
-    sc = SparkContext(conf=spark_conf(master))
+    sc = SparkContext(conf=spark_conf(master, system))
     sc.setLogLevel("ERROR")
     if system == "structured":
         return start_structured(sc, directory, work, workload, interval_ms)

@@ -19,6 +19,10 @@ RECOMMENDED: dict[str, str] = {
     # a two-task Python job went from 104 ms to 53 ms (median of 30), and a streaming
     # interval runs several such jobs.
     "spark.python.unix.domain.socket.enabled": "true",
+    # Python workers that do not walk every object they hold between two tasks
+    # (dstream/tasks/daemon.py: PySpark's daemon, freezing what a worker keeps after its
+    # first tasks). The executors' Python must import dstream, as its tasks do.
+    "spark.python.daemon.module": "dstream.tasks.daemon",
     # A progress bar on the console is noise for a job every second.
     "spark.ui.showConsoleProgress": "false",
 }

@@ -1,0 +1,54 @@
+"""dstream's Python worker daemon: PySpark's worker loop, with what a worker keeps frozen
+after its first tasks (so the full collection PySpark runs between tasks stays short).
+No Spark: PySpark's per-task ``worker`` is replaced by a stand-in."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dstream.tasks import daemon
+
+
+@pytest.fixture
+def tasks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    ran: list[Any] = []
+
+    def one_task(sock: Any, authenticated: bool) -> int:
+        ran.append((sock, authenticated))
+        return 0
+
+    monkeypatch.setattr(daemon, "_pyspark_worker", one_task)
+    monkeypatch.setattr(daemon, "_settling", iter(range(daemon.SETTLING_TASKS)))
+    gc.unfreeze()
+    yield ran
+    gc.unfreeze()
+
+
+def test_each_task_runs_pysparks_worker_and_returns_its_code(tasks: list[Any]) -> None:
+    assert daemon.worker("sock", True) == 0  # type: ignore[arg-type]
+    assert tasks == [("sock", True)]
+
+
+def test_what_the_first_tasks_keep_is_frozen_and_later_tasks_add_nothing(
+    tasks: list[Any],
+) -> None:
+    frozen = []
+    kept = []
+    for _ in range(daemon.SETTLING_TASKS + 2):
+        kept.append(object.__new__(type("Kept", (), {})))  # a tracked object a task keeps
+        daemon.worker(None, False)  # type: ignore[arg-type]
+        frozen.append(gc.get_freeze_count())
+    settling = frozen[: daemon.SETTLING_TASKS]
+    assert settling[0] > 0 and settling == sorted(settling) and len(set(settling)) == len(settling)
+    assert frozen[daemon.SETTLING_TASKS :] == [settling[-1]] * 2  # settled: no more freezing
+    assert len(tasks) == daemon.SETTLING_TASKS + 2
+
+
+def test_the_recommended_conf_runs_this_daemon() -> None:
+    from dstream.sparkconf import RECOMMENDED
+
+    assert RECOMMENDED["spark.python.daemon.module"] == daemon.__name__
