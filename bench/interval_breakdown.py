@@ -1,7 +1,7 @@
 """Where an interval goes (issue 18's breakdown): its Spark stages and tasks, the tasks'
 own time by kind and by part (Spark's task metrics: deserializing the task, running it,
-serializing its result, waiting for shuffle blocks, GC, and the scheduler's delay around
-it), the stages' wall time, and what is left for the driver (building the interval's RDDs,
+serializing its result, GC, the scheduler's delay around it, fetching its result), the
+stages' wall time, and what is left for the driver (building the interval's RDDs,
 submitting and completing its jobs).
 
 Programs (``--program``):
@@ -80,14 +80,11 @@ def program(args: argparse.Namespace, ssc: Any, work: Path) -> Callable[[int], N
     return put
 
 
-def task_metrics(ui: str, app: str, stage_ids: list[int]) -> list[dict[str, Any]]:
-    """Spark's metrics of the successful tasks of ``stage_ids``, from its REST API."""
-    tasks = []
-    for sid in stage_ids:
-        url = f"{ui}/api/v1/applications/{app}/stages/{sid}/0/taskList?length=1000"
-        with urllib.request.urlopen(url, timeout=30) as r:
-            tasks += [t for t in json.load(r) if t.get("status") == "SUCCESS"]
-    return tasks
+def task_metrics(ui: str, app: str, stage_id: int) -> list[dict[str, Any]]:
+    """Spark's metrics of the successful tasks of stage ``stage_id``, from its REST API."""
+    url = f"{ui}/api/v1/applications/{app}/stages/{stage_id}/0/taskList?length=1000"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return [t for t in json.load(r) if t.get("status") == "SUCCESS"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or HERE / "results" / f"interval_breakdown{suffix}.json"
 
     from pyspark import SparkContext
+    from throughput_probe import default_work_root
 
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.scheduler.shim import StageCompleted, StageSubmitted, TaskEnd
@@ -119,8 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     ui, app = sc.uiWebUrl, sc.applicationId
     clock = ManualClock(T0)
     ssc = StreamingContext(sc, Duration(1000), clock=clock)
-    from throughput_probe import default_work_root
-
     work = Path(tempfile.mkdtemp(prefix="dstream-breakdown-", dir=default_work_root()))
     put = program(args, ssc, work)
     ssc.start()
@@ -156,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics: dict[str, list[dict[str, Any]]] = {}
     for ms in kept:
         for sid, kind in per[ms]["kind"].items():
-            metrics.setdefault(kind, []).extend(task_metrics(ui, app, [sid]))
+            metrics.setdefault(kind, []).extend(task_metrics(ui, app, sid))
     ssc.stop(stopSparkContext=True)
     shutil.rmtree(work, ignore_errors=True)
 

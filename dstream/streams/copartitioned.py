@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dstream.tasks.state_merge import SectionMark
@@ -76,6 +76,16 @@ def partition_by(rdd: RDD[Any], num_partitions: int) -> RDD[Any]:
     limit = rdd._memory_limit() / 2
     n = num_partitions
 
+    def frames(buckets: dict[int, list[Any]]) -> Generator[bytes, None, int]:
+        """Each bucket as (its partition, its pickled records); returns the bytes pickled."""
+        size = 0
+        for split, items in buckets.items():
+            yield pack_long(split)
+            data = dumps(items)
+            size += len(data)
+            yield data
+        return size
+
     def add_shuffle_key(_split: int, records: Iterable[tuple[Any, Any]]) -> Iterator[bytes]:
         if "PYTHONHASHSEED" not in os.environ:
             portable_hash(None)  # raises PySpark's own error, which says what to set
@@ -86,22 +96,14 @@ def partition_by(rdd: RDD[Any], num_partitions: int) -> RDD[Any]:
             buckets[h % n].append((key, value))
             count += 1
             if count >= batch or (count % 1000 == 0 and get_used_memory() > limit):
-                frames, size = len(buckets), 0
-                for split, items in buckets.items():
-                    yield pack_long(split)
-                    data = dumps(items)
-                    size += len(data)
-                    yield data
+                average = (yield from frames(buckets)) // len(buckets)
                 buckets.clear()
-                average = size // frames  # frames of 1-10 MB, as PySpark aims for
-                if average < 1 << 20:
+                if average < 1 << 20:  # frames of 1-10 MB, as PySpark aims for
                     batch += batch // 2
                 elif average > 10 << 20:
                     batch = max(batch * 2 // 3, 1)
                 count = 0
-        for split, items in buckets.items():
-            yield pack_long(split)
-            yield dumps(items)
+        yield from frames(buckets)
 
     keyed = rdd.mapPartitionsWithIndex(add_shuffle_key, preservesPartitioning=True)
     keyed._bypass_serializer = True  # type: ignore[attr-defined]

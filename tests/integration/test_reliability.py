@@ -365,11 +365,11 @@ def test_an_interval_cancelled_by_stop_is_not_recorded_and_runs_after_a_restart(
         clock.advance(1000)  # 2000's write starts and does not end...
         tracker = sc.statusTracker()
         group = f"{first._job_group_prefix}-2000"
-        started = threading.Event()
+        poll = threading.Event()  # never set: 50 ms between two looks at Spark's jobs
         for _ in range(1200):  # until Spark runs the interval's job
             if tracker.getJobIdsForGroup(group):
                 break
-            started.wait(0.05)
+            poll.wait(0.05)
         assert tracker.getJobIdsForGroup(group), "the interval's job never started"
         first.stop(stopSparkContext=False)  # ...before the program is stopped, not gracefully
     record = latest_record(ckpt)
