@@ -24,16 +24,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # testbed, when run as a script
 RESULTS = Path(__file__).parent / "results"
 
 
-def runs(workload: str, kills: list[str], **options: Any) -> list[dict[str, Any]]:
-    args = [sys.executable, "-m", "testbed.faults", workload]
+def runs(
+    workload: str, kills: list[str], extra: tuple[str, ...] | list[str] = (), **options: Any
+) -> list[dict[str, Any]]:
+    args = [sys.executable, "-m", "testbed.faults", workload, *extra]
     for key, value in options.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
     for kill in kills:
         args += ["--kill", kill]
-    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=3600, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{proc.stderr[-3000:]}")
     result = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -198,6 +202,91 @@ def figure7(args: argparse.Namespace) -> str:
     return f"wordcount, the state's executor killed at interval {at}:\n\n" + "\n".join(out)
 
 
+# Spark's own shuffle-fetch retries (what dstream.sparkconf.RECOMMENDED replaces).
+SPARK_FETCH_RETRIES = ["spark.shuffle.io.retryWait=5s", "spark.shuffle.io.maxRetries=3"]
+
+
+def loss(args: argparse.Namespace) -> str:
+    """Issue 18's goal 3: WordCount's failure interval against a normal one, repeated.
+
+    WordCount (30 s window with the inverse, checkpoints every 10 s) on three executors, one
+    killed 0.2 s into interval 35, ``--repeat`` times in each of three settings:
+
+    * local-cluster, Spark's shuffle-fetch retries (3 retries 5 s apart);
+    * local-cluster, dstream's recommended settings (fetches from a dead executor fail at
+      once, so the stage is retried at once);
+    * a standalone cluster whose Worker dies with its executor (a lost machine): nothing
+      replaces it, so no replacement JVM starts on this machine's two cores during recovery.
+    """
+    at, rows, lines = 35, [], {}
+    kills = ["0"] + [f"1@{at}"] * args.repeat
+    configs: list[tuple[str, list[dict[str, Any]]]] = []
+    spark_defaults = [a for c in SPARK_FETCH_RETRIES for a in ("--conf", c)]
+    configs.append(
+        (
+            "local-cluster, Spark's fetch retries",
+            runs(
+                "wordcount", kills, intervals=args.intervals, rate=args.rate, extra=spark_defaults
+            ),
+        )
+    )
+    configs.append(
+        (
+            "local-cluster, dstream's settings",
+            runs("wordcount", kills, intervals=args.intervals, rate=args.rate),
+        )
+    )
+    from testbed.standalone import StandaloneCluster
+
+    node: list[dict[str, Any]] = []
+    for _ in range(args.repeat):
+        with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as cluster:
+            result = runs(
+                "wordcount",
+                ["0", f"1@{at}"],
+                intervals=args.intervals,
+                rate=args.rate,
+                master=cluster.master_url,
+                extra=["--kill-node"],
+            )
+        node += result if not node else result[1:]
+    configs.append(("standalone, a node lost (Worker and executor)", node))
+    out = [
+        "| run | normal interval (median) | failure interval (each run) | failure / normal "
+        "(median) | next 3 intervals (median of runs) | after (median) |"
+    ]
+    out.append("| --- | --- | --- | --- | --- | --- |")
+    for label, result in configs:
+        reference, faulty = result[0], result[1:]
+        normal = statistics.median(series(reference)[5:])
+        failure = [series(r)[at - 1] for r in faulty]
+        nxt = [statistics.median(series(r)[at : at + 3]) for r in faulty]
+        after = [statistics.median(series(r)[at + 3 :]) for r in faulty]
+        ratio = statistics.median(f / normal for f in failure)
+        out.append(
+            f"| {label} | {normal:.0f} ms | {', '.join(f'{f}' for f in failure)} ms | "
+            f"{ratio:.1f}x | {statistics.median(nxt):.0f} ms | {statistics.median(after):.0f} ms |"
+        )
+        rows.append(
+            {
+                "config": label,
+                "normal_ms": normal,
+                "failure_ms": failure,
+                "next_ms": nxt,
+                "after_ms": after,
+            }
+        )
+        lines[label] = series(faulty[0])
+    (RESULTS / "loss.json").write_text(json.dumps(rows, indent=1) + "\n")
+    plot(
+        RESULTS / "loss.png",
+        f"wordcount: one executor lost at interval {at}",
+        lines,
+        at,
+    )
+    return f"wordcount, one executor of three lost at interval {at}:\n\n" + "\n".join(out)
+
+
 def plot_fig7(path: Path, rows: list[dict[str, Any]]) -> None:
     import matplotlib
 
@@ -224,7 +313,7 @@ def save(name: str, result: list[dict[str, Any]]) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(slim, indent=1) + "\n")
 
 
-FIGURES = {"7": figure7, "10": figure10, "11": figure11, "12": figure12}
+FIGURES = {"7": figure7, "10": figure10, "11": figure11, "12": figure12, "loss": loss}
 
 
 def main() -> int:
@@ -233,6 +322,7 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=2000, help="records per second")
     p.add_argument("--intervals", type=int, default=50)
     p.add_argument("--loads", type=int, nargs="+", default=[1500, 3000, 6000], help="Fig. 7")
+    p.add_argument("--repeat", type=int, default=3, help="loss: failures per setting")
     args = p.parse_args()
     RESULTS.mkdir(exist_ok=True)
     for figure in args.figures:

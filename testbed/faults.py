@@ -5,9 +5,11 @@ with SIGKILL in the middle of an interval. Prints one JSON object per run.
     python -m testbed.faults wordcount --intervals 45 --kill 0 --kill 1@25 --kill 2@25
 
 ``--kill N@I`` is a run in which N executor JVMs are killed 0.2 s after interval I started
-(``--kill 0``: no failure). Each run reports every interval's output, its processing time,
-which executors were killed and which are alive at the end. tests/cluster compares the runs'
-outputs; bench/faults.py plots their processing times (the paper's Figures 10-12).
+(``--kill 0``: no failure). With ``--kill-node`` (a standalone master) each one's Worker
+dies with it, as when a machine is lost: nothing replaces it, so such a run must be the
+last. Each run reports every interval's output, its processing time, which executors were
+killed and which are alive at the end. tests/cluster compares the runs' outputs;
+bench/faults.py plots their processing times (the paper's Figures 10-12).
 
 Spark allows one SparkContext per process, hence a process of its own. This module must be
 run, not imported, by code that already has a SparkContext.
@@ -161,7 +163,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
     from dstream.scheduler.shim import TaskEnd, TaskStart
     from dstream.settings import AvoidancePolicy, StreamingSettings
-    from testbed.processes import executor_pids
+    from testbed.processes import executor_pids, standalone_worker_of
 
     how_many, at = kill
     clock = ManualClock(0)
@@ -195,7 +197,21 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             held = state_holders(sc)
             chosen = sorted((e for e in held if e in pids), key=lambda e: -held[e])
         for executor_id in chosen[:how_many]:
-            os.kill(pids[executor_id], signal.SIGKILL)
+            victims = [pids[executor_id]]
+            if args.kill_node:
+                # The whole "node": its Worker first (so it cannot start a replacement),
+                # then the executor JVM and its Python daemon and workers.
+                worker = standalone_worker_of(pids[executor_id])
+                if worker is None:
+                    raise RuntimeError(
+                        f"--kill-node: executor {executor_id}'s parent is not a standalone "
+                        "Worker; it needs --master spark://... (local-cluster's Workers run "
+                        "inside the driver)"
+                    )
+                victims = process_tree(worker)
+            for pid in victims:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             killed.append(executor_id)
         print(f"killed {killed} at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
 
@@ -322,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         default="first",
         help="kill the first N executors, or those holding the stream's last state",
     )
+    p.add_argument(
+        "--kill-node",
+        action="store_true",
+        help="kill each chosen executor's standalone Worker too: a lost node, not replaced",
+    )
     p.add_argument("--master", default=None, help="default: local-cluster[EXECUTORS,1,MB]")
     p.add_argument("--slow", type=float, default=0.0, help="SIGSTOP duty of executor 0, 0-1")
     p.add_argument("--speculation", action="store_true", help="Spark speculation, tuned")
@@ -336,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.kill:
         args.kill = [(0, 0)]
+    if args.kill_node and any(n for n, _ in args.kill[:-1]):
+        p.error("--kill-node: only the last run may lose nodes (nothing replaces them)")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
 

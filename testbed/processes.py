@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 from typing import Final
 
-__all__ = ["executor_pids", "process_tree"]
+__all__ = ["executor_pids", "process_tree", "standalone_worker_of"]
 
 _EXECUTOR_MAIN: Final = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
+_WORKER_MAIN: Final = b"org.apache.spark.deploy.worker.Worker"
 
 
 def executor_pids(app_id: str, proc: Path = Path("/proc")) -> dict[str, int]:
@@ -64,3 +65,16 @@ def process_tree(pid: int) -> list[int]:
         tree.append(p)
         todo.extend(children.get(p, []))
     return tree
+
+
+def standalone_worker_of(executor_pid: int, proc: Path = Path("/proc")) -> int | None:
+    """The pid of the standalone Worker JVM that launched executor ``executor_pid`` (its
+    parent), or None when the parent is not one (``local-cluster`` runs its Workers inside
+    the driver's JVM, so there is no Worker process to kill)."""
+    try:
+        with open(proc / str(executor_pid) / "stat") as f:
+            parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        argv = (proc / str(parent) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return parent if _WORKER_MAIN in argv else None

@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs fr
 pytestmark = pytest.mark.cluster
 
 
-def scenario(workload: str, intervals: int, kills: list[str]) -> list[dict[str, Any]]:
+def scenario(workload: str, intervals: int, kills: list[str], *extra: str) -> list[dict[str, Any]]:
     args = [sys.executable, "-m", "testbed.faults", workload, "--intervals", str(intervals)]
+    args += extra
     for kill in kills:
         args += ["--kill", kill]
     proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=900, cwd=REPO)
@@ -56,3 +57,29 @@ def test_killed_executors_change_no_output(workload: str, intervals: int, kill_a
         # The killed executors are gone and replacements joined (3 alive again at the end).
         assert not set(faulty["killed"]) & set(faulty["executors_after"])
         assert len(faulty["executors_after"]) == 3
+
+
+def test_a_lost_node_changes_no_output_and_is_not_replaced() -> None:
+    """A machine lost, not a process: the standalone Worker dies with its executor JVM and
+    Python workers, so nothing replaces them and the two executors that remain recompute the
+    lost state and shuffle outputs and carry on alone."""
+    from testbed.standalone import StandaloneCluster
+
+    with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as cluster:
+        args = ["--master", cluster.master_url, "--kill-node"]
+        reference, faulty = scenario("wordcount", 30, ["0", "1@25"], *args)
+        alive = cluster.alive_workers()
+    assert faulty["outputs"] == reference["outputs"]
+    assert any(reference["outputs"].values()), "the workload produced nothing to compare"
+    assert len(faulty["killed"]) == 1, faulty["killed"]
+    assert len(faulty["executors_after"]) == 2, faulty["executors_after"]
+    assert not set(faulty["killed"]) & set(faulty["executors_after"])
+    assert len(alive) == 2, alive  # the Master saw its Worker go
+
+
+def test_only_the_last_run_may_lose_a_node() -> None:
+    args = [sys.executable, "-m", "testbed.faults", "grep", "--kill-node"]
+    args += ["--kill", "1@3", "--kill", "0"]
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 2
+    assert "only the last run may lose nodes" in proc.stderr
