@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import socket
 import threading
 import traceback
@@ -45,7 +46,7 @@ from dstream.receiver.protocol import (
     read_block,
     send_ack,
 )
-from dstream.receiver.storage import NotReplicatedError, StoredBlock, interval_rdd, store_block
+from dstream.receiver.storage import NotReplicatedError, StoredBlock, interval_rdd, store_blocks
 from dstream.sources.base import InputDStream
 from dstream.time import Time
 
@@ -60,7 +61,16 @@ log = logging.getLogger(__name__)
 
 _HANDSHAKE_TIMEOUT_S = 10.0
 _STORE_ATTEMPTS = 6
+# Blocks of one connection stored in one job at most: those already received when the
+# previous store finished (a client keeps sending while its blocks are stored).
+_BATCH_BLOCKS = 64
 Key = tuple[str, int]
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether more of the client's data has already arrived (without waiting)."""
+    ready, _, _ = select.select([sock], [], [], 0)
+    return bool(ready)
 
 
 class _Connection:
@@ -125,7 +135,7 @@ class ReceiverInputDStream(InputDStream):
         super()._init_transient()
         # Guards the state below; waited on by tests for pending blocks.
         self._state_lock = threading.Condition()
-        self._store_lock = threading.Lock()  # one block stored at a time
+        self._store_lock = threading.Lock()  # one batch of blocks stored at a time
         self._stopping = threading.Event()
         self._servers: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
@@ -244,7 +254,18 @@ class ReceiverInputDStream(InputDStream):
                     block = read_block(sock)
                     if block is None:
                         return
-                    self._take_block(conn, *block)
+                    # The blocks that already arrived go with it, as far as there is room.
+                    room = self._wait_for_room((client, block[0]))
+                    batch, records = [block], len(block[1])
+                    while len(batch) < _BATCH_BLOCKS and records < room and _readable(sock):
+                        block = read_block(sock)
+                        if block is None:
+                            break
+                        batch.append(block)
+                        records += len(block[1])
+                    self._take_blocks(conn, batch)
+                    if block is None:
+                        return
             except Exception as exc:  # the connection fails; the client sends again
                 if not self._stopping.is_set():
                     message = f"connection from client {client} at {peer} failed: {exc}"
@@ -262,51 +283,67 @@ class ReceiverInputDStream(InputDStream):
         info = self._info(True, f"refused a client at {peer}: {reason}", exc)
         self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
 
-    def _take_block(self, conn: _Connection, seq: int, raw: list[bytes]) -> None:
-        key = (conn.client, seq)
-        self._wait_for_room(key)
+    def _take_blocks(self, conn: _Connection, blocks: list[tuple[int, list[bytes]]]) -> None:
+        """Store a connection's blocks (in arrival order) that are not stored yet, in one
+        job, then acknowledge each; blocks sent again after a failure are acknowledged
+        without storing them twice."""
+        stored: list[StoredBlock] = []
         with self._store_lock:
+            new: list[tuple[str, int, list[Any]]] = []
+            again: list[tuple[int, bool]] = []
             with self._state_lock:
-                committed, known = key in self._committed, key in self._known
-            if committed or known:  # sent again after a failure: drop the copy
+                for seq, raw in blocks:
+                    key = (conn.client, seq)
+                    if key in self._committed or key in self._known:
+                        again.append((seq, key in self._committed))
+                    elif all(seq != s for _, s, _ in new):
+                        records: list[Any] = (
+                            [r.decode("utf-8", "replace") for r in raw] if self._as_text else raw
+                        )
+                        new.append((conn.client, seq, records))
+            for seq, committed in again:  # sent again after a failure: drop the copy
                 conn.ack(ACK_STORED, seq)
                 if committed:
                     conn.ack(ACK_COMMITTED, seq)
-                return
-            records: list[Any] = (
-                [r.decode("utf-8", "replace") for r in raw] if self._as_text else raw
-            )
-            block = self._store(conn.client, seq, records)
-            with self._state_lock:
-                owner = self._awaited.pop(key, None)
-                if owner is None:
-                    self._pending.append(block)
-                else:  # a block of an interval a restarted driver recomputes: back in it
-                    self._recovered.setdefault(owner, {})[key] = block
-                self._known[key] = owner
-                self._state_lock.notify_all()
-        conn.ack(ACK_STORED, seq)
+            if new:
+                stored = self._store(new)
+                with self._state_lock:
+                    for block in stored:
+                        owner = self._awaited.pop(block.key, None)
+                        if owner is None:
+                            self._pending.append(block)
+                        else:  # a block of an interval a restarted driver recomputes: back in it
+                            self._recovered.setdefault(owner, {})[block.key] = block
+                        self._known[block.key] = owner
+                    self._state_lock.notify_all()
+        for block in stored:
+            conn.ack(ACK_STORED, block.seq)
 
-    def _wait_for_room(self, key: Key) -> None:
+    def _wait_for_room(self, key: Key) -> float:
         """Backpressure: while ``receiver_max_buffered`` records wait for the next interval,
         take no new block (this connection is not read, TCP slows the client down). A block
-        a recomputed interval waits for is always taken."""
+        a recomputed interval waits for is always taken. Returns how many records may still
+        wait (infinite for such a block)."""
         limit = self._ssc._settings.receiver_max_buffered
         with self._state_lock:
             if key in self._awaited:
-                return
+                return float("inf")
             self._state_lock.wait_for(
                 lambda: sum(b.count for b in self._pending) < limit or self._stopping.is_set()
             )
+            return limit - sum(b.count for b in self._pending)
 
-    def _store(self, client: str, seq: int, records: list[Any]) -> StoredBlock:
-        """Store a block on ``replicas`` executors, trying again while executors come and go
-        (a lost peer is replaced); NotReplicatedError after the last attempt."""
+    def _store(self, blocks: list[tuple[str, int, list[Any]]]) -> list[StoredBlock]:
+        """Store blocks on ``replicas`` executors each, trying again while executors come and
+        go (a lost peer is replaced); NotReplicatedError after the last attempt."""
         sc = self._ssc.sparkContext
-        sc.setJobDescription(f"{self._label}: store block {seq} of client {client}")
+        client, first = blocks[0][:2]
+        sc.setJobDescription(
+            f"{self._label}: store {len(blocks)} block(s) from {first} of client {client}"
+        )
         for attempt in range(1, _STORE_ATTEMPTS + 1):
             try:
-                return store_block(sc, client, seq, records, self._replicas)
+                return store_blocks(sc, blocks, self._replicas)
             except NotReplicatedError as exc:
                 if attempt == _STORE_ATTEMPTS or self._stopping.is_set():
                     raise

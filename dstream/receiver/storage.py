@@ -1,26 +1,29 @@
-"""A received block into Spark's replicated storage, and an interval's blocks back out.
+"""Received blocks into Spark's replicated storage, and an interval's blocks back out.
 
-A block becomes a one-partition RDD persisted with ``MEMORY_AND_DISK_2`` (two copies when
-``replicas`` is 2) and materialised by a JVM-only ``count()``. Spark's ``BlockManager``
-puts the partition on the executor that ran the task and replicates it to a peer executor
-before the put returns (``doPutIterator`` waits for the replication future), but a failed
-replication only logs a warning ("replicated to only 0 peer(s)") and the put still
-succeeds. So the receiver asks the block manager master where the block is now and accepts
-the block only when it is on ``replicas`` different executors; otherwise it drops it and
-tries again.
+The blocks a connection has received while the previous ones were being stored are stored
+together: one partition per block of one RDD (a ``union`` of one-partition
+``parallelize`` calls) persisted with ``MEMORY_AND_DISK_2`` (two copies when ``replicas`` is
+2) and materialised by one JVM-only ``count()`` — one job for the batch, not one per block.
+Spark's ``BlockManager`` puts each partition on the executor that ran its task and
+replicates it to a peer executor before the put returns (``doPutIterator`` waits for the
+replication future), but a failed replication only logs a warning ("replicated to only 0
+peer(s)") and the put still succeeds. So the receiver asks the block manager master where
+each block is now and accepts the batch only when every block is on ``replicas`` different
+executors; otherwise it drops the batch and tries again.
 
 An interval's RDD is a ``BlockRDD`` over its blocks' ids: it reads the stored copies (the
 nearest one first) and has no lineage to fall back to, exactly as the paper's receiver
 input: lose every copy of a block and the interval fails, loudly, instead of silently
-reading something else. The driver keeps each block's source RDD referenced until the
-block is dropped, because Spark's ``ContextCleaner`` unpersists (deletes) the blocks of an
-RDD the driver no longer references; that reference also holds the block's records in the
+reading something else. The driver keeps each batch's RDD referenced until its last block
+is dropped, because Spark's ``ContextCleaner`` unpersists (deletes) the blocks of an RDD
+the driver no longer references; that reference also holds the blocks' records in the
 driver JVM (the ``parallelize`` data), which is the memory cost of this design.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +33,7 @@ from pyspark.rdd import RDD
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["NotReplicatedError", "StoredBlock", "interval_rdd", "store_block"]
+__all__ = ["NotReplicatedError", "StoredBlock", "interval_rdd", "store_blocks"]
 
 log = logging.getLogger(__name__)
 
@@ -39,68 +42,109 @@ class NotReplicatedError(RuntimeError):
     """A block was put on fewer executors than asked."""
 
 
+class _Batch:
+    """The RDD a batch of received blocks was stored as (partition i: block i), kept
+    referenced until every block of it is dropped: Spark's cleaner would drop it."""
+
+    def __init__(self, rdd: RDD[Any], blocks: int) -> None:
+        self.rdd = rdd
+        self._left = blocks
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        with self._lock:
+            self._left -= 1
+            if self._left != 0:
+                return
+        try:
+            self.rdd.unpersist(blocking=False)
+        except Exception:  # a stopped SparkContext has nothing left to drop
+            log.debug("%s: unpersist failed", self.rdd.name(), exc_info=True)
+
+
 @dataclass
 class StoredBlock:
-    """One received block in Spark's storage."""
+    """One received block in Spark's storage: partition ``partition`` of its batch's RDD."""
 
     client: str  # the client's id (hex)
     seq: int
     count: int
-    source: RDD[Any] = field(repr=False)  # kept referenced: Spark's cleaner would drop it
+    batch: _Batch = field(repr=False)
+    partition: int
     executors: list[str]
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.client, self.seq)
 
+    @property
+    def block_id(self) -> tuple[int, int]:
+        """Spark's ``RDDBlockId`` of the stored copies: (RDD id, partition)."""
+        return (self.batch.rdd.id(), self.partition)
+
     def drop(self) -> None:
-        try:
-            self.source.unpersist(blocking=False)
-        except Exception:  # a stopped SparkContext has nothing left to drop
-            log.debug("block %s/%d: unpersist failed", self.client, self.seq, exc_info=True)
+        """This block is no longer needed; the batch's copies go with its last block."""
+        self.batch.release()
 
 
-def _block_rdd(sc: SparkContext, rdd_ids: list[int]) -> Any:
-    """A JVM ``BlockRDD`` reading partition 0 of each of ``rdd_ids``' stored copies."""
+def _block_rdd(sc: SparkContext, block_ids: list[tuple[int, int]]) -> Any:
+    """A JVM ``BlockRDD`` whose partition i reads the stored copies of ``block_ids[i]``."""
     jvm = sc._jvm
     assert jvm is not None and sc._gateway is not None
-    ids = sc._gateway.new_array(jvm.org.apache.spark.storage.BlockId, len(rdd_ids))
-    for i, rdd_id in enumerate(rdd_ids):
-        ids[i] = jvm.org.apache.spark.storage.RDDBlockId(rdd_id, 0)
+    ids = sc._gateway.new_array(jvm.org.apache.spark.storage.BlockId, len(block_ids))
+    for i, (rdd_id, partition) in enumerate(block_ids):
+        ids[i] = jvm.org.apache.spark.storage.RDDBlockId(rdd_id, partition)
     return jvm.org.apache.spark.rdd.BlockRDD(sc._jsc.sc(), ids, jvm.scala.reflect.ClassTag.AnyRef())
 
 
-def _executors(sc: SparkContext, rdd_id: int) -> list[str]:
-    """The executors holding the stored copies of ``rdd_id``'s partition 0, as the block
-    manager master knows them now."""
-    block_rdd = _block_rdd(sc, [rdd_id])
-    found = block_rdd.preferredLocations(block_rdd.partitions()[0])
-    # Locations read "executor_<host>_<executor id>".
-    return sorted({str(found.apply(i)).rsplit("_", 1)[-1] for i in range(found.size())})
+def _executors(sc: SparkContext, block_ids: list[tuple[int, int]]) -> list[list[str]]:
+    """For each block, the executors holding its stored copies, as the block manager master
+    knows them now."""
+    block_rdd = _block_rdd(sc, block_ids)
+    partitions = block_rdd.partitions()
+    held = []
+    for i in range(len(block_ids)):
+        found = block_rdd.preferredLocations(partitions[i])
+        # Locations read "executor_<host>_<executor id>".
+        held.append(sorted({str(found.apply(j)).rsplit("_", 1)[-1] for j in range(found.size())}))
+    return held
 
 
-def store_block(
-    sc: SparkContext, client: str, seq: int, records: list[Any], replicas: int
-) -> StoredBlock:
-    """Put ``records`` in Spark's storage with ``replicas`` copies on distinct executors;
-    NotReplicatedError if fewer copies exist after the put (the copies made are dropped)."""
+def store_blocks(
+    sc: SparkContext, blocks: list[tuple[str, int, list[Any]]], replicas: int
+) -> list[StoredBlock]:
+    """Put each ``(client, seq, records)`` in Spark's storage with ``replicas`` copies on
+    distinct executors, all in one job (one RDD, a partition per block: a job per block
+    costs a scheduling round each); NotReplicatedError if any block has fewer copies after
+    the put (then the whole batch's copies are dropped)."""
+    if not blocks:
+        return []
     level = StorageLevel(True, True, False, False, replicas)
-    source = sc.parallelize(records, 1).persist(level)
-    source.setName(f"receiver block {client}/{seq}")
-    source._jrdd.count()  # materialise in the JVM: no Python worker needed
-    executors = _executors(sc, source.id())
-    if len(executors) < replicas:
-        source.unpersist(blocking=False)
+    parts = [sc.parallelize(records, 1) for _, _, records in blocks]
+    rdd = (parts[0] if len(parts) == 1 else sc.union(parts)).persist(level)
+    first, last = blocks[0], blocks[-1]
+    rdd.setName(f"receiver blocks {first[0]}/{first[1]}..{last[0]}/{last[1]} ({len(blocks)})")
+    rdd._jrdd.count()  # materialise in the JVM: no Python worker needed
+    held = _executors(sc, [(rdd.id(), i) for i in range(len(blocks))])
+    short = [(b, e) for b, e in zip(blocks, held, strict=True) if len(e) < replicas]
+    if short:
+        rdd.unpersist(blocking=False)
+        (client, seq, _), executors = short[0]
         raise NotReplicatedError(
             f"block {seq} of client {client} is on {len(executors)} executor(s) "
             f"({', '.join(executors) or 'none'}), not {replicas}"
+            + (f" ({len(short)} blocks of {len(blocks)} short)" if len(short) > 1 else "")
         )
-    return StoredBlock(client, seq, len(records), source, executors)
+    batch = _Batch(rdd, len(blocks))
+    return [
+        StoredBlock(client, seq, len(records), batch, i, executors)
+        for i, ((client, seq, records), executors) in enumerate(zip(blocks, held, strict=True))
+    ]
 
 
 def interval_rdd(sc: SparkContext, blocks: list[StoredBlock]) -> RDD[Any]:
     """The RDD of an interval: one partition per block, read from the stored copies."""
     if not blocks:
         return sc.emptyRDD()
-    block_rdd = _block_rdd(sc, [b.source.id() for b in blocks])
-    return RDD(block_rdd.toJavaRDD(), sc, blocks[0].source._jrdd_deserializer)
+    block_rdd = _block_rdd(sc, [b.block_id for b in blocks])
+    return RDD(block_rdd.toJavaRDD(), sc, blocks[0].batch.rdd._jrdd_deserializer)

@@ -169,3 +169,37 @@ def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
         createStream(h.ssc, SECRET, replicas=2)
     with pytest.raises(ValueError, match="port 70000"):
         createStream(h.ssc, SECRET, 70000)
+
+
+def test_blocks_received_together_are_stored_in_one_job(harness: Any) -> None:
+    from dstream.receiver.storage import interval_rdd, store_blocks
+
+    sc = harness().ssc.sparkContext
+    tracker = sc.statusTracker()
+    group = "receiver-batch-test"
+    sc.setJobGroup(group, "store_blocks")
+    try:
+        blocks = store_blocks(
+            sc, [("c1", 4, ["a", "b"]), ("c1", 5, ["c"]), ("c2", 0, ["d", "e", "f"])], 1
+        )
+    finally:
+        sc.setJobGroup("", "")
+    assert len(tracker.getJobIdsForGroup(group)) == 1  # one job, not one per block
+    assert [(b.key, b.count, b.partition) for b in blocks] == [
+        (("c1", 4), 2, 0),
+        (("c1", 5), 1, 1),
+        (("c2", 0), 3, 2),
+    ]
+    batch_rdd = blocks[0].batch.rdd
+    assert all(b.batch is blocks[0].batch for b in blocks)
+    assert all(b.executors for b in blocks)  # the block manager master knows where each is
+    # An interval's RDD: a partition per block, in the order given, read from storage.
+    rdd = interval_rdd(sc, [blocks[2], blocks[0]])
+    assert rdd.glom().collect() == [["d", "e", "f"], ["a", "b"]]
+    # The batch's copies stay until its last block is dropped.
+    blocks[0].drop()
+    blocks[2].drop()
+    assert sc._jsc.getPersistentRDDs().containsKey(batch_rdd.id())
+    assert interval_rdd(sc, [blocks[1]]).collect() == ["c"]
+    blocks[1].drop()
+    assert not sc._jsc.getPersistentRDDs().containsKey(batch_rdd.id())

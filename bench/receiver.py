@@ -1,0 +1,161 @@
+"""Records per second through the replicated network receiver (``dstream.receiver``).
+
+One process, one ``local-cluster[2,1,1024]`` SparkContext (two executor JVMs, so every
+block is stored on both before it is acknowledged), 1 s intervals on the system clock.
+Client threads (``dstream.receiver.client.ReceiverClient``, the library a producer uses)
+send 100-byte records as fast as the receiver takes them: each client keeps at most
+``max_kept_blocks`` blocks unacknowledged, so what the receiver stores per second is what
+the clients get to send. The program counts each interval's records; the rate reported is
+the mean over the intervals after the first ``--warmup`` while the clients send (blocks
+are stored in batches, so intervals alternate between more and fewer), and every record
+sent must be counted exactly once when the clients stop (checked). The receiver takes no
+new block while ``StreamingSettings.receiver_max_buffered`` records (100,000) wait for the
+next interval, and a client holds at most ``max_kept_blocks`` (256) blocks until their
+interval completes: both defaults are kept, as a user gets them.
+
+    PYTHONPATH=. .venv/bin/python bench/receiver.py --block-records 100 1000 10000 --clients 1 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # testbed, when run as a script
+RESULTS = Path(__file__).parent / "results"
+SECRET = b"receiver-bench-secret-0123456789"
+RECORD = "x" * 90  # with an 8-digit number and a space: 100 bytes
+
+
+def clients_send(
+    addresses: list[tuple[str, int]], n: int, block_records: int, stop: threading.Event
+) -> tuple[list[int], list[str]]:
+    """``n`` client threads sending until ``stop``; then each waits until its blocks are
+    committed. Returns the records each sent, and any error."""
+    from dstream.receiver.client import ReceiverClient
+
+    sent = [0] * n
+    errors: list[str] = []
+
+    def one(i: int) -> None:
+        try:
+            with ReceiverClient(addresses, SECRET, block_records=block_records) as client:
+                for k in itertools.count():
+                    if stop.is_set():
+                        break
+                    client.send(f"{k:08d} {RECORD}")
+                    sent[i] += 1
+                if not client.wait_committed(120):
+                    errors.append(f"client {i}: {client.kept_blocks} blocks not committed")
+        except Exception as exc:  # reported, and the run fails
+            errors.append(f"client {i}: {exc!r}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    stop.wait()
+    for t in threads:
+        t.join(180)
+    return sent, errors
+
+
+def run(sc: Any, clients: int, block_records: int, seconds: int, warmup: int) -> dict[str, Any]:
+    from dstream import Duration, StreamingContext, Time
+    from dstream.receiver import createStream, receiverAddresses
+
+    ssc = StreamingContext(sc, Duration(1000))
+    stream = createStream(ssc, SECRET)
+    counts: dict[int, int] = {}
+
+    def output(t: Time, rdd: Any) -> None:
+        counts[t.ms] = rdd.count()
+
+    stream.foreachRDD(output)
+    ssc.start()
+    stop = threading.Event()
+    result: list[Any] = []
+    sender = threading.Thread(
+        target=lambda: result.append(
+            clients_send(receiverAddresses(stream), clients, block_records, stop)
+        )
+    )
+    began = time.monotonic()
+    sender.start()
+    try:
+        stop.wait(seconds)
+        stop.set()
+        sender.join(240)
+        sent, errors = result[0]
+        total = sum(sent)
+        deadline = time.monotonic() + 60
+        while sum(counts.values()) < total and time.monotonic() < deadline:
+            stop.wait(0.5)  # the last blocks are counted by the next intervals
+    finally:
+        ssc.stop(stopSparkContext=False)
+    per_interval = [counts[t] for t in sorted(counts)]
+    steady = per_interval[warmup:seconds]  # while the clients were sending
+    return {
+        "clients": clients,
+        "block_records": block_records,
+        "seconds": round(time.monotonic() - began, 1),
+        "sent": total,
+        "counted": sum(per_interval),
+        "errors": errors,
+        "records_per_interval": per_interval,
+        "records_per_s": statistics.mean(steady) if steady else 0,
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--clients", type=int, nargs="+", default=[1, 4])
+    p.add_argument("--block-records", type=int, nargs="+", default=[100, 1000, 10000])
+    p.add_argument("--seconds", type=int, default=20, help="sending time per configuration")
+    p.add_argument("--warmup", type=int, default=4, help="intervals left out of the median")
+    p.add_argument("--label", default="", help="name of this run in receiver.json")
+    args = p.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
+
+    from testbed.faults import cluster_conf, wait_for_executors
+
+    conf = cluster_conf("local-cluster[2,1,1024]", "dstream-receiver-bench", 1024, 2)
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel("ERROR")
+    rows = []
+    try:
+        wait_for_executors(sc, 2)
+        print("| clients | records per block | records/s (mean) | sent | counted |")
+        print("| --- | --- | --- | --- | --- |")
+        for clients in args.clients:
+            for block_records in args.block_records:
+                r = run(sc, clients, block_records, args.seconds, args.warmup)
+                if r["errors"] or r["counted"] != r["sent"]:
+                    raise RuntimeError(f"records lost or counted twice, or errors: {r}")
+                rows.append(r)
+                print(
+                    f"| {clients} | {block_records} | {r['records_per_s']:.0f} | "
+                    f"{r['sent']} | {r['counted']} |",
+                    flush=True,
+                )
+    finally:
+        sc.stop()
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / "receiver.json"
+    earlier = json.loads(path.read_text()) if path.exists() else {}
+    earlier[args.label or time.strftime("%Y-%m-%d %H:%M")] = rows
+    path.write_text(json.dumps(earlier, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
