@@ -14,6 +14,14 @@ next interval, and a client holds at most ``max_kept_blocks`` (256) blocks until
 interval completes: both defaults are kept, as a user gets them.
 
     PYTHONPATH=. .venv/bin/python bench/receiver.py --block-records 100 1000 10000 --clients 1 4
+    PYTHONPATH=. .venv/bin/python bench/receiver.py --system pyspark-streaming
+
+``--system pyspark-streaming`` measures the peer on the same cluster: Spark's own receiver,
+``pyspark.streaming``'s ``socketTextStream`` (a long-running task on an executor, blocks
+stored with two copies, ``MEMORY_AND_DISK_SER_2``) reading the same 100-byte lines from a
+TCP server that writes them as fast as they are taken. Its receiver acknowledges nothing
+and its records in flight at a failure are lost, so it only bounds what a receiver on
+this machine can take; the count is reported, not checked.
 """
 
 from __future__ import annotations
@@ -115,12 +123,80 @@ def run(sc: Any, clients: int, block_records: int, seconds: int, warmup: int) ->
     }
 
 
+def run_peer(sc: Any, seconds: int, warmup: int) -> dict[str, Any]:
+    """pyspark.streaming's socketTextStream reading lines as fast as a TCP server sends."""
+    import socket
+
+    from pyspark.streaming import StreamingContext as SparkStreamingContext
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+    written = [0]
+    chunk_lines = 1000
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            k = 0
+            while not stop.is_set():
+                lines = "".join(f"{k + i:08d} {RECORD}\n" for i in range(chunk_lines))
+                try:
+                    conn.sendall(lines.encode())
+                except OSError:
+                    return
+                k += chunk_lines
+                written[0] = k
+
+    writer = threading.Thread(target=serve, daemon=True)
+    writer.start()
+    ssc = SparkStreamingContext(sc, 1)
+    counts: dict[int, int] = {}
+    lines = ssc.socketTextStream("127.0.0.1", port)  # MEMORY_AND_DISK_SER_2: two copies
+    lines.foreachRDD(lambda t, rdd: counts.__setitem__(int(t.timestamp()), rdd.count()))
+    ssc.start()
+    stop.wait(seconds)
+    ssc.stop(stopSparkContext=False, stopGraceFully=False)
+    stop.set()
+    server.close()
+    per_interval = [counts[t] for t in sorted(counts)]
+    steady = per_interval[warmup:seconds]
+    return {
+        "system": "pyspark-streaming socketTextStream",
+        "clients": 1,
+        "seconds": seconds,
+        "written": written[0],
+        "counted": sum(per_interval),
+        "records_per_interval": per_interval,
+        "records_per_s": statistics.mean(steady) if steady else 0,
+    }
+
+
+def run_dstream(sc: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    print("| clients | records per block | records/s (mean) | sent | counted |")
+    print("| --- | --- | --- | --- | --- |")
+    for clients in args.clients:
+        for block_records in args.block_records:
+            r = run(sc, clients, block_records, args.seconds, args.warmup)
+            if r["errors"] or r["counted"] != r["sent"]:
+                raise RuntimeError(f"records lost or counted twice, or errors: {r}")
+            rows.append(r)
+            print(
+                f"| {clients} | {block_records} | {r['records_per_s']:.0f} | "
+                f"{r['sent']} | {r['counted']} |",
+                flush=True,
+            )
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--system", choices=["dstream", "pyspark-streaming"], default="dstream")
     p.add_argument("--clients", type=int, nargs="+", default=[1, 4])
     p.add_argument("--block-records", type=int, nargs="+", default=[100, 1000, 10000])
     p.add_argument("--seconds", type=int, default=20, help="sending time per configuration")
-    p.add_argument("--warmup", type=int, default=4, help="intervals left out of the median")
+    p.add_argument("--warmup", type=int, default=4, help="intervals left out of the mean")
     p.add_argument("--label", default="", help="name of this run in receiver.json")
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -129,30 +205,28 @@ def main() -> int:
     from testbed.faults import cluster_conf, wait_for_executors
 
     conf = cluster_conf("local-cluster[2,1,1024]", "dstream-receiver-bench", 1024, 2)
+    if args.system == "pyspark-streaming":
+        # Without its rate controller Spark's receiver takes records faster than the
+        # intervals process them until the executor runs out of memory (seen: exit 52);
+        # the controller starts from an initial rate and adapts it interval by interval.
+        conf.set("spark.streaming.backpressure.enabled", "true")
+        conf.set("spark.streaming.backpressure.initialRate", "100000")
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
-    rows = []
     try:
         wait_for_executors(sc, 2)
-        print("| clients | records per block | records/s (mean) | sent | counted |")
-        print("| --- | --- | --- | --- | --- |")
-        for clients in args.clients:
-            for block_records in args.block_records:
-                r = run(sc, clients, block_records, args.seconds, args.warmup)
-                if r["errors"] or r["counted"] != r["sent"]:
-                    raise RuntimeError(f"records lost or counted twice, or errors: {r}")
-                rows.append(r)
-                print(
-                    f"| {clients} | {block_records} | {r['records_per_s']:.0f} | "
-                    f"{r['sent']} | {r['counted']} |",
-                    flush=True,
-                )
+        if args.system == "dstream":
+            rows = run_dstream(sc, args)
+        else:
+            rows = [run_peer(sc, args.seconds, args.warmup)]
+            print(f"pyspark.streaming socketTextStream: {rows[0]['records_per_s']:.0f} records/s")
+            print(f"(records per interval: {rows[0]['records_per_interval']})")
     finally:
         sc.stop()
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "receiver.json"
     earlier = json.loads(path.read_text()) if path.exists() else {}
-    earlier[args.label or time.strftime("%Y-%m-%d %H:%M")] = rows
+    earlier[args.label or f"{time.strftime('%Y-%m-%d %H:%M')} {args.system}"] = rows
     path.write_text(json.dumps(earlier, indent=1) + "\n")
     return 0
 

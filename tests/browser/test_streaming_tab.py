@@ -18,6 +18,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -299,7 +301,13 @@ def test_the_metrics_carry_the_same_numbers(run: Run) -> None:
     # Task counts are the executor monitor's (they only grow as late task events arrive): the
     # gauge reads the same document as the last batch's page.
     last = run.contexts[run.files]["progress"][-1]
+    # The page shows the tasks once the monitor has a record of the batch: its task events
+    # arrive on Spark's listener bus, after the batch completed on a busy machine.
+    deadline, poll = time.monotonic() + 60, threading.Event()
     page = run.dom(f"/dstream/batch/?id={run.files}&batch={last['batchId']}")
+    while not page.find_all(id="tasks") and time.monotonic() < deadline:
+        poll.wait(0.5)
+        page = run.dom(f"/dstream/batch/?id={run.files}&batch={last['batchId']}")
     shown = int(page.find(id="tasks").clean_text.split()[1].replace(",", ""))
     assert 0 <= values[gauge_prefix(run, run.files) + "lastCompletedBatch_tasks"] <= shown
     state = run.contexts[run.files]["progress"][-1]["stateOperators"][0]
