@@ -104,9 +104,9 @@ def run(sc: Any, clients: int, block_records: int, seconds: int, warmup: int) ->
         sender.join(240)
         sent, errors = result[0]
         total = sum(sent)
-        deadline = time.monotonic() + 60
+        deadline, pause = time.monotonic() + 60, threading.Event()
         while sum(counts.values()) < total and time.monotonic() < deadline:
-            stop.wait(0.5)  # the last blocks are counted by the next intervals
+            pause.wait(0.5)  # the last blocks are counted by the next intervals
     finally:
         ssc.stop(stopSparkContext=False)
     per_interval = [counts[t] for t in sorted(counts)]

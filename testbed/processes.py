@@ -47,6 +47,12 @@ def executor_pids(app_id: str, proc: Path = Path("/proc")) -> dict[str, int]:
     return found
 
 
+def _parent_pid(process: Path) -> int:
+    """The parent pid from ``/proc/<pid>/stat`` (after the command name, which may hold
+    spaces and parentheses: hence the split at the last ")")."""
+    return int(process.joinpath("stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants (an executor JVM, its Python daemon and workers)."""
     children: dict[int, list[int]] = {}
@@ -54,11 +60,10 @@ def process_tree(pid: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            parent = _parent_pid(Path("/proc") / entry)
         except OSError:
             continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
+        children.setdefault(parent, []).append(int(entry))
     tree, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -72,8 +77,7 @@ def standalone_worker_of(executor_pid: int, proc: Path = Path("/proc")) -> int |
     parent), or None when the parent is not one (``local-cluster`` runs its Workers inside
     the driver's JVM, so there is no Worker process to kill)."""
     try:
-        with open(proc / str(executor_pid) / "stat") as f:
-            parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        parent = _parent_pid(proc / str(executor_pid))
         argv = (proc / str(parent) / "cmdline").read_bytes().split(b"\0")
     except OSError:
         return None

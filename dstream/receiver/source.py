@@ -296,7 +296,7 @@ class ReceiverInputDStream(InputDStream):
                     key = (conn.client, seq)
                     if key in self._committed or key in self._known:
                         again.append((seq, key in self._committed))
-                    elif all(seq != s for _, s, _ in new):
+                    else:  # (a client sends a block once per connection)
                         records: list[Any] = (
                             [r.decode("utf-8", "replace") for r in raw] if self._as_text else raw
                         )
@@ -325,13 +325,15 @@ class ReceiverInputDStream(InputDStream):
         a recomputed interval waits for is always taken. Returns how many records may still
         wait (infinite for such a block)."""
         limit = self._ssc._settings.receiver_max_buffered
+
+        def waiting() -> int:
+            return sum(b.count for b in self._pending)
+
         with self._state_lock:
             if key in self._awaited:
                 return float("inf")
-            self._state_lock.wait_for(
-                lambda: sum(b.count for b in self._pending) < limit or self._stopping.is_set()
-            )
-            return limit - sum(b.count for b in self._pending)
+            self._state_lock.wait_for(lambda: waiting() < limit or self._stopping.is_set())
+            return limit - waiting()
 
     def _store(self, blocks: list[tuple[str, int, list[Any]]]) -> list[StoredBlock]:
         """Store blocks on ``replicas`` executors each, trying again while executors come and
