@@ -221,7 +221,10 @@ def loss(args: argparse.Namespace) -> str:
     * local-cluster with dstream's recommended settings (one retry after 200 ms, 200 ms);
     * a standalone cluster whose Worker dies with its executor (a lost machine), dstream's
       settings: nothing replaces it, so no replacement JVM starts on this machine's two
-      cores during recovery.
+      cores during recovery;
+    * the last two again with two copies of the state in memory
+      (``StreamingSettings.state_replicas = 2``): the lost state is read from its copy
+      instead of recomputed through the intervals since the checkpoint.
 
     Reported per run: the failure interval, and the time lost — over the failure interval
     and the 10 after it, the time above the normal interval (the median of the run without
@@ -233,17 +236,20 @@ def loss(args: argparse.Namespace) -> str:
     defaults = [a for c in SPARK_DEFAULTS for a in ("--conf", c)]
     configs = {
         "local-cluster, Spark's defaults": runs("wordcount", kills, extra=defaults, **options),
-        "local-cluster, dstream's settings": runs("wordcount", kills, **options),
     }
     from testbed.standalone import StandaloneCluster
 
-    node: list[dict[str, Any]] = []
-    for _ in range(args.repeat):
-        with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as cluster:
-            extra = ["--master", cluster.master_url, "--kill-node"]
-            result = runs("wordcount", ["0", f"1@{at}"], extra=extra, **options)
-        node += result if not node else result[1:]
-    configs["standalone, a node lost (Worker and executor)"] = node
+    for replicas in (1, 2):
+        copies = ", two copies of the state" if replicas == 2 else ""
+        state = {**options, "state_replicas": replicas}
+        configs[f"local-cluster, dstream's settings{copies}"] = runs("wordcount", kills, **state)
+        node: list[dict[str, Any]] = []
+        for _ in range(args.repeat):
+            with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as cluster:
+                extra = ["--master", cluster.master_url, "--kill-node"]
+                result = runs("wordcount", ["0", f"1@{at}"], extra=extra, **state)
+            node += result if not node else result[1:]
+        configs[f"standalone, a node lost (Worker and executor){copies}"] = node
     out = [
         "| run | normal interval | failure interval (each run) | time lost (each run) | "
         "lost / normal (median) | after (median) |",

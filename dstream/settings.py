@@ -127,6 +127,13 @@ class StreamingSettings:
     # At most this many intervals generated and not completed; later ones are generated as
     # earlier ones complete (after an outage, missed intervals are caught up that way).
     max_backlog: int = 10
+    # Copies of each interval's state (updateStateByKey, track, windows with an inverse; the
+    # per-interval partials of a window without one) kept in executor memory. With 1, a lost
+    # executor's state partitions are recomputed from lineage, one pass per interval since
+    # the last checkpoint; with 2, the copy on another executor is read instead and only the
+    # failure interval's own lost work is redone. The price: each interval's state is sent
+    # to a second executor. bench/README.md ("One executor lost") has the numbers.
+    state_replicas: int = 1
 
     def __post_init__(self) -> None:
         owner = "StreamingSettings"
@@ -143,6 +150,7 @@ class StreamingSettings:
         _int(owner, "checkpoint_retries", self.checkpoint_retries, 0, "2 (0: no retry)")
         _int(owner, "max_checkpoint_failures", self.max_checkpoint_failures, 1, "3")
         _int(owner, "max_backlog", self.max_backlog, 1, "10")
+        _int(owner, "state_replicas", self.state_replicas, 1, "2 (a copy on a second executor)")
         if self.max_file_age is not None and self.max_file_age < self.file_remember:
             raise ValueError(
                 f"{owner} max_file_age {self.max_file_age} must be at least file_remember "

@@ -39,6 +39,11 @@ RECOMMENDED: dict[str, str] = {
     # failure interval on the standalone cluster spent 3.0 of its 6.9 s so. An interval is
     # 0.25-2 s; reading a state partition from another executor costs milliseconds.
     "spark.locality.wait": "200ms",
+    # When an executor is lost, the blocks it held a copy of are copied again from their
+    # other copy to a surviving executor, so state kept with two copies
+    # (StreamingSettings.state_replicas = 2) keeps two through the next loss as well.
+    # Blocks with one copy are not concerned.
+    "spark.storage.replication.proactive": "true",
     # A progress bar on the console is noise for a job every second.
     "spark.ui.showConsoleProgress": "false",
 }

@@ -176,7 +176,11 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         if args.avoid
         else None
     )
-    settings = StreamingSettings(pipelining_depth=args.depth, executor_avoidance=avoidance)
+    settings = StreamingSettings(
+        pipelining_depth=args.depth,
+        executor_avoidance=avoidance,
+        state_replicas=args.state_replicas,
+    )
     ssc = StreamingContext(sc, Duration(B), clock=clock, settings=settings)
     ssc.checkpoint(root)
     out: dict[int, Any] = {}
@@ -328,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--state-partitions", type=int, default=None, help="window state partitions")
     p.add_argument("--window", type=int, default=30, help="window length, seconds")
     p.add_argument("--checkpoint", type=int, default=10, help="state checkpoint interval, s")
+    p.add_argument("--state-replicas", type=int, default=1, help="copies of the state in memory")
     p.add_argument("--executors", type=int, default=3)
     p.add_argument("--executor-mb", type=int, default=768)
     p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")

@@ -47,7 +47,7 @@ class WindowOps(KeyedOps[T]):
         A key with no contribution left in the window is dropped by the engine. ``filterFunc``
         filters the output pairs.
         """
-        from dstream.streams.copartitioned import memory_only
+        from dstream.streams.base import STATE
         from dstream.streams.windows import ReducedWindowedDStream, WindowedDStream
 
         name = "reduceByKeyAndWindow"
@@ -59,7 +59,7 @@ class WindowOps(KeyedOps[T]):
         result: DStream[Any]
         if invFunc is None:
             partials = self._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n), [uf])
-            partials._storage_level = memory_only()
+            partials._storage_level = STATE
             result = WindowedDStream(partials, spec, name=name)._rdd_op(
                 name, lambda rdd: rdd.reduceByKey(g, n)
             )

@@ -1,18 +1,22 @@
 """``dstream run [--master M] [--conf K=V] [--checkpoint DIR] [--progress] APP.py [ARGS]``:
 the program as ``spark-submit`` would run it. ``--master`` and ``--conf`` reach the
 SparkContext the program creates the way spark-submit's do (settings the program sets on its
-own SparkConf still win); ``--checkpoint`` is the checkpoint directory of a StreamingContext
+own SparkConf still win), and so do dstream's recommended settings
+(:data:`dstream.sparkconf.RECOMMENDED`) that neither ``--conf`` nor ``PYSPARK_SUBMIT_ARGS``
+gives; ``--checkpoint`` is the checkpoint directory of a StreamingContext
 that does not set one; ``--progress`` prints one line per batch. Ctrl-C stops the program
 gracefully."""
 
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 import shlex
 
 from dstream.cli.program import Program
 from dstream.scheduler.progress import ConsoleProgress
+from dstream.sparkconf import RECOMMENDED
 
 __all__ = ["run_program"]
 
@@ -25,7 +29,9 @@ def run_program(
     checkpoint: str | None,
     progress: bool,
 ) -> int:
-    submit = []
+    submit = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    if submit[-1:] == ["pyspark-shell"]:
+        submit.pop()
     if master:
         submit += ["--master", master]
     for setting in conf:
@@ -35,8 +41,11 @@ def run_program(
                 f"dstream run: --conf {setting!r} is not KEY=VALUE, e.g. spark.ui.port=4050"
             )
         submit += ["--conf", f"{key}={value}"]
-    if submit:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join([*submit, "pyspark-shell"])
+    given = {a.partition("=")[0] for flag, a in itertools.pairwise(submit) if flag == "--conf"}
+    for key, value in RECOMMENDED.items():
+        if key not in given:
+            submit += ["--conf", f"{key}={value}"]
+    os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join([*submit, "pyspark-shell"])
     from dstream.context import programs_checkpoint
 
     context = contextvars.copy_context()

@@ -20,10 +20,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar
 
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site
+from dstream.streams.copartitioned import memory_only
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -33,7 +34,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["DStreamCore"]
+__all__ = ["STATE", "DStreamCore"]
+
+# The storage level of RDDs that later intervals build on (a state; a window's partials): in
+# memory, with ``StreamingSettings.state_replicas`` copies. Resolved as each RDD is
+# persisted, so the settings of the driver running the program decide (a restarted driver's
+# included).
+STATE: Final = "state"
 
 
 class DStreamCore(Generic[T]):
@@ -61,7 +68,7 @@ class DStreamCore(Generic[T]):
         self._user_functions: tuple[UserFunction, ...] = tuple(user_functions)
         self._zero_time: Time | None = None
         self._remember_duration: Duration | None = None
-        self._storage_level: StorageLevel | None = None
+        self._storage_level: StorageLevel | Literal["state"] | None = None
         self._checkpoint_interval: Duration | None = None
         self._user_name: str | None = None
         # For the stream a state operator returns: the state stream its checkpoint() sets.
@@ -168,10 +175,16 @@ class DStreamCore(Generic[T]):
                 return None
             rdd = self._compute(time)
             if rdd is not None:
-                if self._storage_level is not None:
-                    rdd.persist(self._storage_level)
+                level = self._persist_level()
+                if level is not None:
+                    rdd.persist(level)
                 self._generated[time] = rdd
             return rdd
+
+    def _persist_level(self) -> StorageLevel | None:
+        if self._storage_level == STATE:
+            return memory_only(self._ssc._settings.state_replicas)
+        return self._storage_level
 
     def _parent_times(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
         """The parent RDDs (stream, time) that computing ``time`` reads; windows override."""

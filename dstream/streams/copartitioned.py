@@ -28,10 +28,11 @@ __all__ = [
 ]
 
 
-def memory_only() -> Any:
+def memory_only(replicas: int = 1) -> Any:
+    """In memory (serialized, as every PySpark RDD), on ``replicas`` executors."""
     from pyspark import StorageLevel
 
-    return StorageLevel.MEMORY_ONLY
+    return StorageLevel(False, True, False, False, replicas)
 
 
 def key_hash(key: Any) -> int:

@@ -33,8 +33,7 @@ from dstream.storage.checkpoint import write_partition as _write_partition
 from dstream.storage.filesystem import filesystem_for, publish
 from dstream.storage.paths import qualify
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
-from dstream.streams.base import DStreamCore
-from dstream.streams.copartitioned import memory_only
+from dstream.streams.base import STATE, DStreamCore
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ class StateStream(DStream[Any]):
     ) -> None:
         super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
         self._partitions = num_partitions
-        self._storage_level = memory_only()
+        self._storage_level = STATE
         self._root: str | None = None
 
     _transient: ClassVar[tuple[str, ...]] = (

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from dstream.dstream import DStream
 from dstream.functions import UserFunction
 from dstream.storage.checkpoint import partition_path, read_partition
+from dstream.streams.base import STATE
 from dstream.streams.copartitioned import (
     co_partitioned_union,
-    memory_only,
     partition_by,
     sectioned_union,
 )
@@ -44,7 +44,7 @@ class WindowedDStream(DStream[Any]):
         super().__init__(parent._ssc, [parent], name=name)
         self._spec = spec
         if parent._storage_level is None:
-            parent._storage_level = memory_only()
+            parent._storage_level = STATE
 
     @property
     def _slide_duration(self) -> Duration:

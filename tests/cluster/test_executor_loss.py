@@ -59,6 +59,20 @@ def test_killed_executors_change_no_output(workload: str, intervals: int, kill_a
         assert len(faulty["executors_after"]) == 3
 
 
+def test_with_two_copies_of_the_state_a_killed_executor_changes_no_output() -> None:
+    """StreamingSettings(state_replicas=2): the executor holding most of the latest state is
+    killed; its state partitions are read from their second copy on another executor (and
+    copied again to keep two), the interval's own lost work is redone, and every interval's
+    output equals the run without failure's."""
+    reference, faulty = scenario(
+        "wordcount", 30, ["0", "1@25"], "--state-replicas", "2", "--kill-target", "state"
+    )
+    assert any(reference["outputs"].values()), "the workload produced nothing to compare"
+    assert len(faulty["killed"]) == 1, faulty["killed"]
+    assert faulty["outputs"] == reference["outputs"]
+    assert len(faulty["executors_after"]) == 3
+
+
 def test_a_lost_node_changes_no_output_and_is_not_replaced() -> None:
     """A machine lost, not a process: the standalone Worker dies with its executor JVM and
     Python workers, so nothing replaces them and the two executors that remain recompute the

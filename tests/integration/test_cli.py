@@ -73,6 +73,9 @@ APP = textwrap.dedent(
 
     sc = SparkContext(conf=SparkConf())  # master and settings come from dstream run
     assert sc.master == "local[2]" and sc.getConf().get("spark.dstream.test") == "yes"
+    # dstream's recommended settings, unless --conf gives its own
+    assert sc.getConf().get("spark.shuffle.io.maxRetries") == "1"
+    assert sc.getConf().get("spark.locality.wait") == "1s"
     ssc = StreamingContext(sc, 1)
     ssc.rateStream(100).count().foreachRDD(lambda rdd: rdd.count())
     ssc.start()
@@ -90,6 +93,7 @@ def test_run_passes_master_settings_and_checkpoint_to_an_unchanged_program(tmp_p
     done = subprocess.run(
         [sys.executable, "-m", "dstream", "run", "--master", "local[2]",
          "--conf", "spark.dstream.test=yes", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.locality.wait=1s",
          "--checkpoint", str(ckpt), "--progress", str(app)],
         check=False, capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable},

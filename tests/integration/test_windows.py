@@ -187,6 +187,38 @@ def test_keyed_state_keeps_one_partitioner_across_intervals(harness: Any) -> Non
     assert all(p == placements[0] for p in placements) and len(placements[0]) == 8
 
 
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_state_is_kept_with_as_many_copies_as_the_settings_ask(harness: Any, replicas: int) -> None:
+    """``state_replicas``: the window states (with and without an inverse), keyed state and
+    track() are persisted in memory with that many copies, as Spark's block manager has them
+    on record; what is not state (the section marks) keeps one."""
+    from dstream import StreamingSettings
+
+    h: Harness = harness(settings=StreamingSettings(state_replicas=replicas))
+    sc = h.ssc.sparkContext
+    stream = h.ssc.queueStream([sc.parallelize([("a", 1), ("b", 2)], 2) for _ in range(3)])
+    outputs = [
+        stream.reduceByKeyAndWindow(operator.add, operator.sub, 2, 1, 2),
+        stream.reduceByKeyAndWindow(operator.add, None, 2, 1, 2),
+        stream.updateStateByKey(lambda new, old: (old or 0) + sum(new), 2),
+    ]
+    got = [BatchCollector(o) for o in outputs]
+    h.ssc.start()
+    h.run_batches(3)
+    assert [normalize(g.in_order()[-1]) for g in got] == [
+        [("a", 2), ("b", 4)],
+        [("a", 2), ("b", 4)],
+        [("a", 3), ("b", 6)],
+    ]
+    infos = sc._jsc.sc().getRDDStorageInfo()
+    cached = [(infos[i].name(), infos[i].storageLevel().replication()) for i in range(len(infos))]
+    copies = Counter(r for _, r in cached)
+    # At least the last interval's two window states and keyed state, and the non-inverse
+    # window's partials, with `replicas` copies; never a level the settings did not ask for.
+    assert copies[replicas] >= 4, cached
+    assert set(copies) <= {1, replicas}, cached
+
+
 def test_update_state_by_key_running_counts_with_removal(sc: Any) -> None:
     def update(new: list[int], old: int | None) -> int | None:
         total = (old or 0) + sum(new)

@@ -52,3 +52,31 @@ def test_the_recommended_conf_runs_this_daemon() -> None:
     from dstream.sparkconf import RECOMMENDED
 
     assert RECOMMENDED["spark.python.daemon.module"] == daemon.__name__
+
+
+def test_a_worker_forked_after_preload_imports_nothing_to_load_the_engines_tasks() -> None:
+    """What the daemon imports before forking covers what loading a task's functions of
+    this engine imports (PySpark's worker loop, the engine's task modules): in a fresh
+    interpreter, after ``preload()``, unpickling them imports no module."""
+    import subprocess
+    import sys
+
+    import cloudpickle
+
+    from dstream.streams import copartitioned
+    from dstream.tasks import arrow_text, state_merge, track_state
+
+    functions = [copartitioned.key_hash, state_merge.fold_window, state_merge.combine_locally]
+    functions += [f for m in (track_state, arrow_text) for f in vars(m).values() if callable(f)]
+    payload = cloudpickle.dumps([f for f in functions if getattr(f, "__module__", "") in {
+        m.__name__ for m in (copartitioned, state_merge, track_state, arrow_text)}])  # fmt: skip
+    check = (
+        "import sys, pickle; import dstream.tasks.daemon as d; d.preload(); "
+        "before = set(sys.modules); pickle.loads(sys.stdin.buffer.read()); "
+        "import pyspark.worker; print(sorted(set(sys.modules) - before))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], input=payload, capture_output=True, check=True
+    )
+    assert done.stdout.decode().strip() == "[]", done.stdout
+    assert len(payload) > 100
