@@ -86,7 +86,10 @@ class ReceiverClient:
       storage block: larger blocks cost less per record, smaller ones wait less). A block
       is also sent early when it would pass ``block_bytes`` (at most the protocol's 64 MiB).
     - ``max_kept_blocks``: :meth:`send` waits while this many blocks are not yet committed
-      (backpressure: memory stays bounded when the streaming program falls behind).
+      (backpressure: memory stays bounded when the streaming program falls behind). A
+      windowed or stateful program commits a block only once no recomputation can read it
+      (its widest window, or three state checkpoint intervals, later): keep at least
+      blocks per second x that many seconds, or ``send`` waits that long.
     """
 
     def __init__(

@@ -431,12 +431,32 @@ class ReceiverInputDStream(InputDStream):
     def _on_batch_completed(self, time: Time) -> None:
         super()._on_batch_completed(time)
         # The engine journals this completion right after this call: the clients hear of
-        # the intervals completed before it now, and of this one at the next completion.
+        # what was committed before it now, and of what is committed here at the next
+        # completion.
         self._release_commits()
+        # A driver restarted from the record of this completion recomputes the intervals
+        # after it, and, for the windows and states downstream, those they read: at most
+        # `remember` (the widest window, or a state's reach back to its checkpoint) before
+        # the next one. Older intervals are never read again, so their blocks are committed
+        # (the clients forget them). Without windows or state that is this interval.
+        keep = self._remember_duration or self._slide_duration
+        through = time + self._slide_duration - keep
+        dropped: list[StoredBlock] = []
         with self._state_lock:
-            for block in self._intervals.get(time, ()):
-                self._committed.add(block.client, block.seq)
-                self._to_commit.append(block.key)
+            keys = [b.key for t, bs in self._intervals.items() if t <= through for b in bs]
+            # Restored intervals that no recomputation read: committed, not kept waiting.
+            for t in [t for t in self._lost if t <= through]:
+                keys += self._lost.pop(t)
+                dropped += self._recovered.pop(t, {}).values()
+            for block in dropped:
+                self._known.pop(block.key, None)
+            for key in keys:
+                self._awaited.pop(key, None)
+                if key not in self._committed:
+                    self._committed.add(*key)
+                    self._to_commit.append(key)
+        for block in dropped:
+            block.drop()
 
     def _release_commits(self) -> None:
         with self._state_lock:

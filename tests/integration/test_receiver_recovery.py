@@ -5,7 +5,10 @@ right then leaves behind. StreamingContext.getOrCreate resumes from that copy on
 port: the blocks of interval 3 died with the first driver's SparkContext; the client, which
 was never told that interval 3 completed, sends them again, and the recomputed interval 3
 waits for them and reads exactly those records again. Records sent while the driver was
-down go into the next interval. Every record the client sent is output exactly once."""
+down go into the next interval. Every record the client sent is output exactly once, and
+so are the windows: the blocks of intervals 1 and 2 completed before the crash, but a
+window recomputed at 3 still reads them, and so does the running count rebuilt there, so
+their client had not been told to forget them and sends them again too."""
 
 from __future__ import annotations
 
@@ -40,6 +43,9 @@ def program(
         lines.foreachRDD(crash_copy)
     lines.saveAsTextFiles(f"{out}/values")
     lines.window(3, 1).count().saveAsTextFiles(f"{out}/window")
+    total = lines.map(lambda r: ("n", 1)).updateStateByKey(lambda new, old: (old or 0) + sum(new))
+    total.checkpoint(1)  # a rebuild reaches back at most 3 intervals, as the window does
+    total.saveAsTextFiles(f"{out}/total")
     return ssc
 
 
@@ -93,9 +99,11 @@ def test_a_restarted_driver_gets_the_uncommitted_blocks_again(sc: Any, tmp_path:
         resumed.start()
         assert resumed.wait_for_batch(Time(3 * B), 120)  # interval 3 again
         assert client.wait_stored(60)  # the client reconnected and sent what it kept
-        for i in (4, 5, 6):
+        for i in range(4, 9):
             clock2.advance(B)
             assert resumed.wait_for_batch(Time(i * B), 120)
+        # Interval i - 3 is read by no window after i: its blocks are committed then, and the
+        # client hears it at the next completion (interval 4's, the last, at 8).
         assert client.wait_committed(60)
         resumed.awaitTerminationOrTimeout(0)
         resumed.stop(stopSparkContext=False)
@@ -108,11 +116,15 @@ def test_a_restarted_driver_gets_the_uncommitted_blocks_again(sc: Any, tmp_path:
     assert after[4000] == sorted(sent[30:])  # what the client sent while the driver was down
     final = Counter(before[1000] + before[2000] + [r for t in after for r in after[t]])
     assert final == Counter(sent)  # each record exactly once
-    # The documented gap: intervals 1 and 2 completed before the crash, their blocks were
-    # committed and forgotten, so the window recomputed at 3 has interval 3's records only.
+    # The windows recomputed after the restart read intervals 1 and 2 again, exactly.
     assert outputs(out, "window")[2000] == ["20"]
-    assert outputs(out2, "window")[3000] == ["10"]
-    assert outputs(out2, "window")[4000] == ["16"]
+    assert outputs(out2, "window")[3000] == ["30"]
+    assert outputs(out2, "window")[4000] == ["26"]
+    assert outputs(out2, "window")[5000] == ["16"]
+    # So is the running count, rebuilt from its checkpoint and the intervals after it.
+    assert outputs(out, "total")[2000] == ["('n', 20)"]
+    assert outputs(out2, "total")[3000] == ["('n', 30)"]
+    assert outputs(out2, "total")[8000] == ["('n', 36)"]
 
 
 def test_blocks_of_a_client_that_does_not_come_back_are_waited_for_then_skipped(
@@ -152,9 +164,10 @@ def test_blocks_of_a_client_that_does_not_come_back_are_waited_for_then_skipped(
         assert resumed.wait_for_batch(Time(2 * B), 120)
         clock2.advance(B)
         assert resumed.wait_for_batch(Time(3 * B), 120)
-        clock2.advance(B)
-        assert resumed.wait_for_batch(Time(4 * B), 120)
-        assert stays.wait_committed(60)
+        for i in (4, 5, 6):
+            clock2.advance(B)
+            assert resumed.wait_for_batch(Time(i * B), 120)
+        assert stays.wait_committed(60)  # interval 2 read by no window after 5
         resumed.awaitTerminationOrTimeout(0)
         resumed.stop(stopSparkContext=False)
     finally:
