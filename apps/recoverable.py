@@ -9,7 +9,7 @@ Reads the new text files of a directory, and for every interval writes, exactly 
 * ``sessions-<ms>``: each word seen in the last 6 s and its count since its session began
   (``track`` with a 6 s timeout),
 * ``sink/<ms>.txt``: the interval's word counts, through ``save(sink)``: the sink writes each
-  interval atomically under its key (and logs every call in ``sink/calls.log``),
+  interval atomically under its time (and marks every call in ``sink/calls/``),
 
 checkpointing its state asynchronously and writing its metadata journal under
 ``--checkpoint``. Run it again after a crash (even ``kill -9``) with the same arguments:
@@ -54,20 +54,21 @@ def build(sc: Any, args: Any) -> StreamingContext:
 
 def keyed_file_sink(directory: str) -> Any:
     """A sink that is atomic and idempotent per interval (what save() asks of a sink): the
-    interval's records go to ``<ms>.txt`` through a temporary file and a rename, so writing an
-    interval again leaves the same file. Each call is also logged, to count repeats."""
+    interval's records go to ``<ms>.txt`` through a temporary file renamed into place, so
+    writing an interval again leaves the same file. Each call also leaves a marker
+    ``calls/<time ms>-<epoch>-<unique>``, to count repeats. It writes through dstream's
+    file system, so the directory may be local or on HDFS like the other outputs."""
 
     def sink(time: Any, rdd: Any, interval: Any) -> None:
-        import os
+        import uuid
 
-        os.makedirs(directory, exist_ok=True)
-        with open(f"{directory}/calls.log", "a") as log:
-            log.write(f"{interval.key} {interval.epoch}\n")
-        final = f"{directory}/{time.ms}.txt"
-        tmp = f"{final}.tmp-{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.writelines(f"{record!r}\n" for record in sorted(rdd.collect()))
-        os.replace(tmp, final)
+        from dstream.storage.filesystem import filesystem_for, publish
+
+        fs = filesystem_for(directory, rdd.context)
+        fs.mkdirs(f"{directory}/calls")
+        fs.write_bytes(f"{directory}/calls/{time.ms}-{interval.epoch}-{uuid.uuid4().hex}", b"")
+        data = "".join(f"{record!r}\n" for record in sorted(rdd.collect())).encode()
+        publish(fs, f"{directory}/{time.ms}.txt", lambda tmp: fs.write_bytes(tmp, data))
 
     return sink
 

@@ -140,9 +140,7 @@ def check(storage: LocalStorage, sent: list[str], report: Report, batch_ms: int)
             text = storage.read_text(f"out/sink/{sink[t]}")
             if dict(ast.literal_eval(r) for r in text.splitlines()) != dict(words):
                 problems.append(f"sink interval {t} differs from the oracle")
-    calls = Counter(
-        line.split()[0] for line in storage.read_text("out/sink/calls.log").splitlines()
-    )
+    calls = Counter(name.split("-")[0] for name in storage.names("out/sink/calls"))
     report.repeated_sink_calls = sum(n - 1 for n in calls.values())
 
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -78,11 +79,14 @@ class DriverProcess:
         self.started = threading.Event()
         self.restored: list[bool] = []
         self.app_id: str | None = None  # Spark's application id of the running driver
+        self.batches: list[dict[str, Any]] = []  # the running driver's completed intervals
         self._stderr: list[str] = []
+        self._stderr_tail: deque[str] = deque(maxlen=60)  # everything, for a failure's report
         self._stderr_done = threading.Event()
 
     def start(self) -> None:
         self.started.clear()
+        self.batches = []
         self.proc = subprocess.Popen(
             [sys.executable, *self.argv],
             stdout=subprocess.PIPE,
@@ -93,6 +97,7 @@ class DriverProcess:
         )
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         self._stderr, self._stderr_done = [], threading.Event()
+        self._stderr_tail = deque(maxlen=60)
         threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
         assert self.started.wait(180), "the application did not start"
 
@@ -105,10 +110,13 @@ class DriverProcess:
                     self.restored.append(event["restored"])
                     self.app_id = event.get("app_id")
                     self.started.set()
+                elif "batch_ms" in event:
+                    self.batches.append(event)
 
     def _read_stderr(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
+            self._stderr_tail.append(line)
             if "dstream" in line:  # the driver's own lines, not the JVM's log
                 self._stderr.append(line)
         self._stderr_done.set()
@@ -117,6 +125,18 @@ class DriverProcess:
     def stderr_text(self) -> str | None:
         """What the (exited) driver printed about itself on stderr."""
         return "".join(self._stderr) if self._stderr_done.wait(30) else None
+
+    def report(self) -> str:
+        """Whether the driver still runs, and the end of what it printed on stderr: for the
+        message of a test that waited on it in vain."""
+        if self.proc is None:
+            return "the driver was never started"
+        code = self.proc.poll()
+        state = "is still running" if code is None else f"exited with code {code}"
+        last = self.batches[-1] if self.batches else None
+        done = f"{len(self.batches)} intervals completed since its start, the last {last}"
+        tail = "".join(list(self._stderr_tail))
+        return f"the driver (pid {self.proc.pid}) {state}; {done}; the end of its stderr:\n{tail}"
 
     def kill9(self) -> None:
         """kill -9 of the whole process group (no-op if it is not running)."""

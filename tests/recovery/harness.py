@@ -47,17 +47,31 @@ def write_inputs(storage: Storage, lines: list[list[str]], done: threading.Event
     done.set()
 
 
+class CommittedLines:
+    """The input lines in the committed ``lines-*`` outputs, polled while the application
+    runs. A committed directory never changes, so each is read once: re-reading them all at
+    every poll costs a growing number of WebHDFS requests on HDFS, CPU the driver on the same
+    two cores then lacks."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._read: dict[str, list[str]] = {}
+
+    def __call__(self) -> Counter[str]:
+        s = self.storage
+        for d in s.names("out"):
+            if d.startswith("lines-") and d not in self._read:
+                entries = s.names(f"out/{d}")
+                assert "_DSTREAM_COMMIT" in entries, d
+                parts = [p for p in entries if p.startswith("part-")]
+                self._read[d] = [
+                    ln for p in parts for ln in s.read_text(f"out/{d}/{p}").splitlines()
+                ]
+        return Counter(line for lines in self._read.values() for line in lines)
+
+
 def committed_lines(storage: Storage) -> Counter[str]:
-    lines: Counter[str] = Counter()
-    for d in storage.names("out"):
-        if not d.startswith("lines-"):
-            continue
-        entries = storage.names(f"out/{d}")
-        assert "_DSTREAM_COMMIT" in entries, d
-        for part in entries:
-            if part.startswith("part-"):
-                lines.update(storage.read_text(f"out/{d}/{part}").splitlines())
-    return lines
+    return CommittedLines(storage)()
 
 
 def final_totals(storage: Storage) -> dict[str, int]:
@@ -112,7 +126,16 @@ def run(
             app.start()
         writer.join()
         want = expected()[0]
-        wait_for(lambda: set(committed_lines(storage)) == set(want), 300, "all input", 0.2)
+        committed = CommittedLines(storage)
+        try:
+            wait_for(lambda: set(committed()) == set(want), 300, "all input", 0.5)
+        except AssertionError as timeout:
+            missing = sorted(set(want) - set(committed()))
+            files = sorted({line.split("-", 1)[0] for line in missing})
+            raise AssertionError(
+                f"{timeout}: {len(missing)} lines of {len(want)} never committed "
+                f"(input files {', '.join(files)}); {app.report()}"
+            ) from None
         app.stop()
     finally:
         app.kill9()  # never leave a driver behind, whatever failed

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from testbed.drivers import App, LocalStorage, wait_for
-from tests.recovery.harness import committed_lines, expected, input_lines, write_inputs
+from tests.recovery.harness import (
+    CommittedLines,
+    committed_lines,
+    expected,
+    input_lines,
+    write_inputs,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +54,8 @@ def test_a_paused_driver_that_resumes_after_a_takeover_is_fenced_off(tmp_path: P
         assert "epoch 2" in first.stderr_text
         writer.join()
         want = expected()[0]
-        wait_for(lambda: set(committed_lines(storage)) == set(want), 300, "all input", 0.2)
+        lines = CommittedLines(storage)
+        wait_for(lambda: set(lines()) == set(want), 300, "all input", 0.2)
         second.stop()
     finally:
         first.kill9()
