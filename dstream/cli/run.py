@@ -18,18 +18,17 @@ from dstream.cli.program import Program
 from dstream.scheduler.progress import ConsoleProgress
 from dstream.sparkconf import RECOMMENDED
 
-__all__ = ["run_program"]
+__all__ = ["run_program", "submit_args"]
+
+CONF_FLAGS = ("--conf", "-c")  # spark-submit's flags for one setting (also --conf=K=V)
 
 
-def run_program(
-    app: str,
-    args: list[str],
-    master: str | None,
-    conf: list[str],
-    checkpoint: str | None,
-    progress: bool,
-) -> int:
-    submit = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+def submit_args(env: str, master: str | None, conf: list[str]) -> list[str]:
+    """spark-submit's arguments for the program (pure): ``env`` (an existing
+    ``PYSPARK_SUBMIT_ARGS``), then ``--master`` and each ``--conf`` given to ``dstream run``,
+    then every recommended setting that none of them gives. A setting in ``env`` counts in
+    each of spark-submit's forms: ``--conf K=V``, ``--conf=K=V`` and ``-c K=V``."""
+    submit = shlex.split(env)
     if submit[-1:] == ["pyspark-shell"]:
         submit.pop()
     if master:
@@ -41,11 +40,24 @@ def run_program(
                 f"dstream run: --conf {setting!r} is not KEY=VALUE, e.g. spark.ui.port=4050"
             )
         submit += ["--conf", f"{key}={value}"]
-    given = {a.partition("=")[0] for flag, a in itertools.pairwise(submit) if flag == "--conf"}
+    given = {a.partition("=")[0] for flag, a in itertools.pairwise(submit) if flag in CONF_FLAGS}
+    given.update(a[len("--conf=") :].partition("=")[0] for a in submit if a.startswith("--conf="))
     for key, value in RECOMMENDED.items():
         if key not in given:
             submit += ["--conf", f"{key}={value}"]
-    os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join([*submit, "pyspark-shell"])
+    return [*submit, "pyspark-shell"]
+
+
+def run_program(
+    app: str,
+    args: list[str],
+    master: str | None,
+    conf: list[str],
+    checkpoint: str | None,
+    progress: bool,
+) -> int:
+    env = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(submit_args(env, master, conf))
     from dstream.context import programs_checkpoint
 
     context = contextvars.copy_context()
