@@ -19,6 +19,11 @@ intervals are left out.
 
     PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --intervals 45
     PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --program wordcount --rate 50000
+    PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --program wordcount --rate 50000 \
+        --interval-ms 250 --window-s 30 --intervals 160 --warmup 130
+
+``--interval-ms`` and ``--window-s`` change the interval and the window (default 1000 ms,
+30 s): at 250 ms a 30 s window holds 120 intervals, at 1 s 30.
 """
 
 from __future__ import annotations
@@ -58,24 +63,30 @@ def program(args: argparse.Namespace, ssc: Any, work: Path) -> Callable[[int], N
     if args.program == "quickstart":
         from wordcount import print_top, windowed_counts
 
-        windowed_counts(ssc.rateStream(args.rate), 30).foreachRDD(print_top(5))
+        windowed_counts(ssc.rateStream(args.rate), args.window_s).foreachRDD(print_top(5))
         return lambda k: None
+    import throughput_systems
     from throughput_input import RecordPool
     from throughput_systems import dstream_columnar_program
+
+    throughput_systems.WINDOW_S = args.window_s
+    step = args.interval_ms
 
     pool = RecordPool(500_000, "/tmp/dstream-throughput-pool")
     watched = work / "in"
     watched.mkdir(parents=True)
-    dstream_columnar_program(ssc, str(watched), args.program, 1.0)
+    dstream_columnar_program(ssc, str(watched), args.program, step / 1000)
+    per_interval = args.rate * step // 1000
+    keep = args.window_s * 1000 // step + 10
 
-    def put(k: int) -> None:  # lands inside interval k: ((k-1) s, k s]
+    def put(k: int) -> None:  # lands inside interval k: ((k-1) step, k step]
         hidden = watched / f".f{k}"
-        pool.write_file(k, args.rate, hidden)
-        mtime = (T0 + (k - 1) * 1000 + 300) * 1_000_000
+        pool.write_file(k, per_interval, hidden)
+        mtime = (T0 + (k - 1) * step + step * 3 // 10) * 1_000_000
         os.utime(hidden, ns=(mtime, mtime))
         hidden.rename(watched / f"f{k}")
-        if k > 40:  # keep tmpfs small; the 30 s window has read them
-            (watched / f"f{k - 40}").unlink(missing_ok=True)
+        if k > keep:  # keep tmpfs small; the window has read them
+            (watched / f"f{k - keep}").unlink(missing_ok=True)
 
     return put
 
@@ -93,13 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--intervals", type=int, default=45)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--rate", type=int, default=2000, help="records per second")
+    p.add_argument("--interval-ms", type=int, default=1000)
+    p.add_argument("--window-s", type=int, default=30)
     p.add_argument(
         "--out",
         type=Path,
-        help="default: bench/results/interval_breakdown[-PROGRAM].json",
+        help="default: bench/results/interval_breakdown[-PROGRAM][-MSms-wS].json",
     )
     args = p.parse_args(argv)
     suffix = "" if args.program == "quickstart" else f"-{args.program}"
+    if (args.interval_ms, args.window_s) != (1000, 30):
+        suffix += f"-{args.interval_ms}ms-w{args.window_s}"
     out = args.out or HERE / "results" / f"interval_breakdown{suffix}.json"
 
     from pyspark import SparkContext
@@ -116,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     sc.setLogLevel("ERROR")
     ui, app = sc.uiWebUrl, sc.applicationId
     clock = ManualClock(T0)
-    ssc = StreamingContext(sc, Duration(1000), clock=clock)
+    step = args.interval_ms
+    ssc = StreamingContext(sc, Duration(step), clock=clock)
     work = Path(tempfile.mkdtemp(prefix="dstream-breakdown-", dir=default_work_root()))
     put = program(args, ssc, work)
     ssc.start()
@@ -126,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(1, args.intervals + 1):
             put(k)
             began = time.perf_counter()
-            clock.advance(1000)
-            if not ssc.wait_for_batch(Time(T0 + k * 1000), 120):
+            clock.advance(step)
+            if not ssc.wait_for_batch(Time(T0 + k * step), 120):
                 raise SystemExit(f"interval {k} did not complete")
-            wall[k * 1000] = (time.perf_counter() - began) * 1000
+            wall[k * step] = (time.perf_counter() - began) * 1000
     ssc.executor_monitor.poll_now()
     events = feed.poll()
     stats = ssc._scheduler.stats  # the driver's own time per interval (as bench/overhead.py)
@@ -147,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         elif isinstance(e, TaskEnd) and e.successful:
             d["tasks"].setdefault(e.task_type, []).append(e.finish_time - e.launch_time)
             d["kind"][e.stage_id] = e.task_type
-    kept = [ms for ms in sorted(wall) if ms > args.warmup * 1000 and ms in per]
+    kept = [ms for ms in sorted(wall) if ms > args.warmup * step and ms in per]
 
     metrics: dict[str, list[dict[str, Any]]] = {}
     for ms in kept:
@@ -165,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         "program": args.program,
         "intervals": len(kept),
         "rate": args.rate,
+        "interval_ms_setting": step,
+        "window_s": args.window_s,
         "interval_ms": interval_ms,
         "stages_wall_ms": stages_ms,
         "outside_stages_ms": round(interval_ms - stages_ms, 1),

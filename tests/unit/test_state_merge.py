@@ -13,7 +13,9 @@ from dstream.tasks.state_merge import (
     combine_locally,
     fold_window,
     merge_update_state,
+    pack_partial,
     sections,
+    unpack_partial,
     window_items,
 )
 
@@ -64,6 +66,30 @@ def test_a_state_survives_pickling_with_its_ring() -> None:
     assert again.totals == state.totals and again.ring == state.ring
     later = fold(again, [3], [], keep_after=2)
     assert later.totals == {} and later.ring == [] and later.last_ms == 3
+
+
+def test_ring_entries_are_compressed_and_read_back() -> None:
+    import pickle
+
+    partial = {f"word{i:05d}": i for i in range(2000)}
+    entry = pack_partial(partial)
+    assert unpack_partial(entry) == partial
+    assert len(entry) < len(pickle.dumps(partial, pickle.HIGHEST_PROTOCOL)) / 2
+    state = fold(None, [1], [("a", 1), ("b", 2)], keep_after=0)
+    assert unpack_partial(state.ring[0][1]) == {"a": 1, "b": 2}
+
+
+def test_a_ring_of_bare_pickles_from_an_older_checkpoint_still_leaves_the_window() -> None:
+    import pickle
+
+    bare = [
+        (t, pickle.dumps(p, pickle.HIGHEST_PROTOCOL)) for t, p in [(1, {"a": 1}), (2, {"a": 2})]
+    ]
+    state = WindowPartition({"a": [3, 2]}, bare, 2)
+    state = fold(state, [3], [("b", 1)], keep_after=1)
+    assert state.totals == {"a": [2, 1], "b": [1, 1]}
+    state = fold(state, [4], [], keep_after=2)
+    assert state.totals == {"b": [1, 1]} and [t for t, _ in state.ring] == [3]
 
 
 def test_an_interval_out_of_order_is_an_error() -> None:
