@@ -31,7 +31,8 @@ from dstream.receiver import createStream
 def build(sc: Any, args: Any, secret: bytes) -> StreamingContext:
     ssc = StreamingContext(sc, args.batch)
     ssc.checkpoint(args.checkpoint)
-    lines = createStream(ssc, secret, args.port, host=args.host).setName("lines")
+    lines = createStream(ssc, secret, args.port, host=args.host, placement=args.placement)
+    lines.setName("lines")
     lines.saveAsTextFiles(f"{args.output}/values")
     return ssc
 
@@ -40,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__ or "", rate=False)
     p.add_argument("--host", default="127.0.0.1", help="the interface to listen on")
     p.add_argument("--port", type=int, required=True, help="a fixed port (clients reconnect)")
+    p.add_argument(
+        "--placement",
+        choices=["driver", "executors"],
+        default="driver",
+        help="where the receiver runs: in the driver, or as a task on an executor",
+    )
     p.add_argument("--secret-env", default="DSTREAM_RECEIVER_SECRET", help="its variable")
     p.add_argument("--output", required=True)
     p.set_defaults(batch="500ms", seconds=3600.0)

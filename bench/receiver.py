@@ -14,6 +14,7 @@ next interval, and a client holds at most ``max_kept_blocks`` (256) blocks until
 interval completes: both defaults are kept, as a user gets them.
 
     PYTHONPATH=. .venv/bin/python bench/receiver.py --block-records 100 1000 10000 --clients 1 4
+    PYTHONPATH=. .venv/bin/python bench/receiver.py --placement executors
     PYTHONPATH=. .venv/bin/python bench/receiver.py --system pyspark-streaming
 
 ``--system pyspark-streaming`` measures the peer on the same cluster: Spark's own receiver,
@@ -76,12 +77,26 @@ def clients_send(
     return sent, errors
 
 
-def run(sc: Any, clients: int, block_records: int, seconds: int, warmup: int) -> dict[str, Any]:
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def run(
+    sc: Any, clients: int, block_records: int, seconds: int, warmup: int, placement: str
+) -> dict[str, Any]:
     from dstream import Duration, StreamingContext, Time
     from dstream.receiver import createStream, receiverAddresses
+    from dstream.receiver.source import ReceiverInputDStream
 
     ssc = StreamingContext(sc, Duration(1000))
-    stream = createStream(ssc, SECRET)
+    on_executors = placement == "executors"
+    port = free_port() if on_executors else 0
+    stream = createStream(ssc, SECRET, port, placement=placement)
+    assert isinstance(stream, ReceiverInputDStream)
     counts: dict[int, int] = {}
 
     def output(t: Time, rdd: Any) -> None:
@@ -89,6 +104,8 @@ def run(sc: Any, clients: int, block_records: int, seconds: int, warmup: int) ->
 
     stream.foreachRDD(output)
     ssc.start()
+    if on_executors and not stream._wait_for_receivers(1, 120):
+        raise RuntimeError("the receiver did not start on an executor within 120 s")
     stop = threading.Event()
     result: list[Any] = []
     sender = threading.Thread(
@@ -112,6 +129,7 @@ def run(sc: Any, clients: int, block_records: int, seconds: int, warmup: int) ->
     per_interval = [counts[t] for t in sorted(counts)]
     steady = per_interval[warmup:seconds]  # while the clients were sending
     return {
+        "placement": placement,
         "clients": clients,
         "block_records": block_records,
         "seconds": round(time.monotonic() - began, 1),
@@ -178,7 +196,7 @@ def run_dstream(sc: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     print("| --- | --- | --- | --- | --- |")
     for clients in args.clients:
         for block_records in args.block_records:
-            r = run(sc, clients, block_records, args.seconds, args.warmup)
+            r = run(sc, clients, block_records, args.seconds, args.warmup, args.placement)
             if r["errors"] or r["counted"] != r["sent"]:
                 raise RuntimeError(f"records lost or counted twice, or errors: {r}")
             rows.append(r)
@@ -198,6 +216,12 @@ def main() -> int:
     p.add_argument("--seconds", type=int, default=20, help="sending time per configuration")
     p.add_argument("--warmup", type=int, default=4, help="intervals left out of the mean")
     p.add_argument("--label", default="", help="name of this run in receiver.json")
+    p.add_argument(
+        "--placement",
+        choices=["driver", "executors"],
+        default="driver",
+        help="dstream's receiver in the driver, or as a task on an executor",
+    )
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
@@ -226,7 +250,8 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "receiver.json"
     earlier = json.loads(path.read_text()) if path.exists() else {}
-    earlier[args.label or f"{time.strftime('%Y-%m-%d %H:%M')} {args.system}"] = rows
+    system = args.system + (f" {args.placement}" if args.system == "dstream" else "")
+    earlier[args.label or f"{time.strftime('%Y-%m-%d %H:%M')} {system}"] = rows
     path.write_text(json.dumps(earlier, indent=1) + "\n")
     return 0
 

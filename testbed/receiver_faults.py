@@ -30,16 +30,18 @@ B = 1000  # ms per interval
 SECRET = b"receiver-faults-secret-0123456789"
 
 
-def send(address: list[tuple[str, int]], count: int, sent: list[str], failed: list[str]) -> None:
-    """``count`` numbered records, one every 5 ms, in blocks of 10; then wait until every
-    block is committed (the main loop keeps intervals coming)."""
+def send(
+    address: list[tuple[str, int]], count: int, pace_s: float, sent: list[str], failed: list[str]
+) -> None:
+    """``count`` numbered records, one every ``pace_s``, in blocks of 10; then wait until
+    every block is committed (the main loop keeps intervals coming)."""
     from dstream.receiver.client import ReceiverClient
 
     pause = threading.Event()
     try:
         with ReceiverClient(address, SECRET, block_records=10) as client:
             for i in range(count):
-                pause.wait(0.005)
+                pause.wait(pace_s)
                 client.send(f"s{i}")
                 sent.append(f"s{i}")
             if not client.wait_committed(300):
@@ -69,7 +71,10 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
 
     clock = ManualClock(0)
     ssc = StreamingContext(sc, Duration(B), clock=clock)
-    stream = createStream(ssc, SECRET)
+    on_executors = args.placement == "executors"
+    stream = createStream(
+        ssc, SECRET, port=free_port() if on_executors else 0, placement=args.placement
+    )
     assert isinstance(stream, ReceiverInputDStream)  # its internals tell which block is where
     values: dict[int, list[str]] = {}
     blocks: dict[int, list[int]] = {}  # interval -> the seqs of the blocks it read
@@ -82,9 +87,15 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     killed: list[str] = []
     victim_block: list[Any] = []
     ssc.start()
+    receivers_before: dict[int, Any] = {}
+    if on_executors:  # clients connect once the receiver listens on its executor
+        if not stream._wait_for_receivers(1, 120):
+            raise RuntimeError("the receiver did not start on an executor within 120 s")
+        receivers_before = stream._receivers()
     sent, failed = list[str](), list[str]()
     client = threading.Thread(
-        target=send, args=(receiverAddresses(stream), args.records, sent, failed)
+        target=send,
+        args=(receiverAddresses(stream), args.records, args.pace_ms / 1000, sent, failed),
     )
     client.start()
     intrusion: list[str] = []
@@ -115,7 +126,13 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
                     raise RuntimeError("no block arrived before the kill")
                 block = stream._pending_blocks()[0]
                 holders = sorted(block.executors, key=int)
-                victim = holders[0 if which == "first" else 1]
+                receiver_executor = stream._receivers()[0][0] if on_executors else None
+                if which == "receiver":
+                    victim = str(receiver_executor)
+                elif which == "replica":
+                    victim = next(e for e in holders if e != receiver_executor)
+                else:
+                    victim = holders[0 if which == "first" else 1]
                 os.kill(executor_pids(sc.applicationId)[victim], signal.SIGKILL)
                 killed.append(victim)
                 victim_block.append({"seq": block.seq, "executors": holders})
@@ -128,8 +145,11 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         client.join(timeout=60)
         intruder.join(timeout=60)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
+        receivers_after = stream._receivers() if on_executors else {}
     finally:
         ssc.stop(stopSparkContext=False)
+    # Stopping the stream stopped its receiver tasks: no job is left running.
+    active_after_stop = list(sc.statusTracker().getActiveJobsIds())
     return {
         "kill": which,
         "killed": killed,
@@ -142,19 +162,40 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         "values": {str(t): v for t, v in sorted(values.items())},
         "executors_after": sorted(executor_pids(sc.applicationId), key=int),
         "blocks": {str(t): seqs for t, seqs in sorted(blocks.items())},
+        "placement": args.placement,
+        "active_jobs_after_stop": active_after_stop,
+        "receivers_before": {str(i): r[0] for i, r in receivers_before.items()},
+        "receivers_after": {str(i): r[0] for i, r in receivers_after.items()},
     }
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--records", type=int, default=600, help="records sent, 1 per 5 ms")
+    p.add_argument("--records", type=int, default=600, help="records sent, 1 per --pace-ms")
+    p.add_argument("--pace-ms", type=float, default=5, help="ms between two records sent")
     p.add_argument("--intervals", type=int, default=6, help="intervals before draining")
     p.add_argument("--at", type=int, default=3, help="the interval whose block loses a copy")
     p.add_argument(
         "--kill",
         action="append",
-        choices=["none", "first", "second"],
-        help="one run per --kill: which copy's executor is killed (default: first, second)",
+        choices=["none", "first", "second", "receiver", "replica"],
+        help="one run per --kill: which copy's executor is killed (default: first, second); "
+        "with --placement executors also 'receiver' (the executor running the receiver, "
+        "which holds one copy) or 'replica' (the other copy's)",
+    )
+    p.add_argument(
+        "--placement",
+        choices=["driver", "executors"],
+        default="driver",
+        help="where the receiver runs (createStream placement)",
     )
     p.add_argument("--executors", type=int, default=3)
     p.add_argument("--executor-mb", type=int, default=640)

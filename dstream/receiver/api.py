@@ -30,6 +30,7 @@ def createStream(
     replicas: int | None = None,
     asText: bool = True,
     recoveryWait: float = 60.0,
+    placement: str = "driver",
 ) -> DStream[Any]:
     """A stream of the records that :class:`~dstream.receiver.client.ReceiverClient`\\ s send.
 
@@ -46,6 +47,12 @@ def createStream(
     - ``recoveryWait``: seconds a driver restarted from a checkpoint waits for the clients to
       send again the blocks of each interval it recomputes (they died with the previous
       driver), so that the interval reads exactly the records it read before.
+    - ``placement``: where the receivers run. ``"driver"`` (the default): in the driver
+      process, which stores each block through a Spark job. ``"executors"``: each port is a
+      receiver task on an executor (a core held for the stream's life, as Spark's
+      receivers), which stores each block in its executor's block manager and on another
+      executor itself, and is started again on another executor, on the same port, when its
+      executor dies. Needs the JVM shim (``make shim``) and fixed ports.
 
     Each interval's RDD has one partition per block received during the interval.
     """
@@ -84,6 +91,17 @@ def createStream(
         raise ValueError(
             f"receiver createStream() recoveryWait={recoveryWait} must be in 0..3600 seconds"
         )
+    if placement not in ("driver", "executors"):
+        raise ValueError(
+            f"receiver createStream() placement={placement!r} must be 'driver' (receivers in "
+            "the driver process) or 'executors' (receiver tasks on executors)"
+        )
+    if placement == "executors" and 0 in ports:
+        raise ValueError(
+            f"receiver createStream() port {port!r} with placement='executors' must be fixed "
+            "(not 0): a receiver started again on another executor listens on the same port, "
+            "where its clients connect again"
+        )
     ssc._check_can_add("receiverStream")
     return ReceiverInputDStream(
         ssc,
@@ -92,12 +110,14 @@ def createStream(
         replicas=replicas,
         as_text=asText,
         recovery_wait_s=float(recoveryWait),
+        placement=placement,
     )
 
 
 def receiverAddresses(stream: DStream[Any]) -> list[tuple[str, int]]:
     """The ``(host, port)`` addresses a started receiver stream listens on (with the ports
-    that port=0 picked)."""
+    that port=0 picked; for receivers on executors, the address each one reported, or the
+    one asked for until it has)."""
     if not isinstance(stream, ReceiverInputDStream):
         raise TypeError(
             f"receiverAddresses() takes a stream made by dstream.receiver.createStream, not "

@@ -46,7 +46,21 @@ from dstream.receiver.protocol import (
     read_block,
     send_ack,
 )
-from dstream.receiver.storage import NotReplicatedError, StoredBlock, interval_rdd, store_blocks
+from dstream.receiver.storage import (
+    NotReplicatedError,
+    StoredBlock,
+    interval_rdd,
+    store_blocks,
+    stream_block,
+)
+from dstream.receiver.tracker import (
+    COMMITTED,
+    KNOWN,
+    NEW,
+    REFUSED,
+    ExecutorReceivers,
+    RemoteBlock,
+)
 from dstream.sources.base import InputDStream
 from dstream.time import Time
 
@@ -85,6 +99,18 @@ class _Connection:
             send_ack(self.sock, kind, seq)
 
 
+class _RemoteClient:
+    """A client connected to a receiver on an executor: its commits go through the
+    receiver's tracker connection (the receiver passes them on; its "A"s it sends itself)."""
+
+    def __init__(self, tracker: Any, client: str) -> None:
+        self.tracker, self.client = tracker, client
+
+    def ack(self, kind: bytes, seq: int) -> None:
+        if kind == ACK_COMMITTED:
+            self.tracker.commit(self.client, seq)
+
+
 class ReceiverInputDStream(InputDStream):
     _counts_in_tasks = False
     # It can produce a past interval again: one it remembers (its blocks are still stored)
@@ -101,8 +127,10 @@ class ReceiverInputDStream(InputDStream):
         replicas: int,
         as_text: bool,
         recovery_wait_s: float,
+        placement: str = "driver",
     ) -> None:
         super().__init__(ssc, name="receiverStream")
+        self._placement = placement
         self._secret = secret
         self._wanted = list(addresses)
         self._replicas = replicas
@@ -129,6 +157,7 @@ class ReceiverInputDStream(InputDStream):
         "_last_read",
         "_bound",
         "_refusals",
+        "_remote",
     )
 
     def _init_transient(self) -> None:
@@ -139,7 +168,8 @@ class ReceiverInputDStream(InputDStream):
         self._stopping = threading.Event()
         self._servers: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
-        self._connections: dict[str, _Connection] = {}  # client -> its latest connection
+        # client -> its latest connection (to the driver's receiver, or to one on an executor)
+        self._connections: dict[str, _Connection | _RemoteClient] = {}
         self._live: set[socket.socket] = set()  # every open connection (closed at stop)
         self._pending: list[StoredBlock] = []  # stored, not yet in an interval
         self._intervals: dict[Time, list[StoredBlock]] = {}
@@ -156,10 +186,14 @@ class ReceiverInputDStream(InputDStream):
         self._bound: list[tuple[str, int]] = []
         # Refused handshakes, as (peer address, reason), for monitoring and tests.
         self._refusals: list[tuple[str, str]] = []
+        self._remote: ExecutorReceivers | None = None  # placement="executors"
 
     # ---- lifecycle ----
     def _start(self) -> None:
         self._stopping.clear()
+        if self._placement == "executors":
+            self._start_on_executors()
+            return
         for index, (host, port) in enumerate(self._wanted):
             try:
                 server = socket.create_server((host, port))
@@ -179,9 +213,30 @@ class ReceiverInputDStream(InputDStream):
         self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
         log.info("%s listening on %s", self._label, self._bound)
 
+    def _start_on_executors(self) -> None:
+        self._bound = list(self._wanted)  # until each receiver says where it listens
+        self._remote = ExecutorReceivers(
+            self._ssc.sparkContext,
+            stream_id=self._id,
+            label=self._label,
+            secret=self._secret,
+            addresses=self._wanted,
+            replicas=self._replicas,
+            as_text=self._as_text,
+            register=self._register_remote,
+            on_error=self._remote_error,
+            on_started=self._remote_started,
+        )
+        self._remote.start()
+        info = self._info(True)
+        self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+        log.info("%s: receivers starting on executors at %s", self._label, self._wanted)
+
     def _stop(self) -> None:
         self._release_commits()  # the intervals completed before stop() are on record
         self._stopping.set()
+        if self._remote is not None:
+            self._remote.stop()
         with self._state_lock:
             self._state_lock.notify_all()  # receivers waiting for room give up
         for server in self._servers:
@@ -318,6 +373,67 @@ class ReceiverInputDStream(InputDStream):
                     self._state_lock.notify_all()
         for block in stored:
             conn.ack(ACK_STORED, block.seq)
+
+    # ---- receivers on executors (dstream.receiver.tracker) ----
+    def _register_remote(self, block: RemoteBlock, tracker: Any) -> int:
+        """A block a receiver on an executor stored: NEW (now pending, or back in the
+        restored interval that waits for it), KNOWN or COMMITTED (a copy sent again: the
+        receiver drops it), REFUSED when stopping. Waits while the stream is full."""
+        key = (block.client, block.seq)
+        with self._state_lock:
+            self._connections[block.client] = _RemoteClient(tracker, block.client)
+        while True:
+            with self._state_lock:
+                if self._stopping.is_set():
+                    return REFUSED
+                if key in self._committed:
+                    return COMMITTED
+                if key in self._known:
+                    return KNOWN
+            self._wait_for_room(key)
+            with self._state_lock:
+                if self._stopping.is_set():
+                    return REFUSED
+                if key in self._committed or key in self._known:
+                    continue  # another receiver registered it meanwhile
+                stored = stream_block(
+                    self._ssc.sparkContext,
+                    self._id,
+                    block.client,
+                    block.seq,
+                    block.count,
+                    block.unique,
+                    block.executors,
+                    self._as_text,
+                )
+                owner = self._awaited.pop(key, None)
+                if owner is None:
+                    self._pending.append(stored)
+                else:
+                    self._recovered.setdefault(owner, {})[key] = stored
+                self._known[key] = owner
+                self._state_lock.notify_all()
+                return NEW
+
+    def _remote_error(self, kind: int, peer: str, message: str) -> None:
+        if kind == 0:
+            self._refused(peer, message, None)
+            return
+        if not self._stopping.is_set():
+            log.warning("%s: %s", self._label, message)
+            info = self._info(True, message)
+            self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+
+    def _remote_started(self, index: int, executor: str, address: tuple[str, int]) -> None:
+        host, port = address
+        log.info("%s: receiver %d on %s:%d (executor %s)", self._label, index, host, port, executor)
+        with self._state_lock:
+            self._bound[index] = address
+            self._state_lock.notify_all()
+
+    def _receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
+        """index -> (executor id, address) of each receiver on an executor now listening."""
+        return {} if self._remote is None else self._remote.receivers()
 
     def _wait_for_room(self, key: Key) -> float:
         """Backpressure: while ``receiver_max_buffered`` records wait for the next interval,
@@ -530,13 +646,22 @@ class ReceiverInputDStream(InputDStream):
         with self._state_lock:
             return self._state_lock.wait_for(lambda: len(self._pending) >= blocks, timeout_s)
 
+    def _wait_for_receivers(self, count: int, timeout_s: float) -> bool:
+        """Block until ``count`` receivers on executors listen (for tests and demos)."""
+        with self._state_lock:
+            return self._state_lock.wait_for(lambda: len(self._receivers()) >= count, timeout_s)
+
     def _kill_listener(self, index: int) -> None:
         """Close listening address ``index`` and its connections, as if that receiver died
         (for tests: its clients fail over to the next address)."""
         with contextlib.suppress(OSError):
             self._servers[index].close()
         with self._state_lock:
-            doomed = [c for c in self._connections.values() if c.listener == index]
+            doomed = [
+                c
+                for c in self._connections.values()
+                if isinstance(c, _Connection) and c.listener == index
+            ]
         for conn in doomed:  # (a client's older connections through it have failed already)
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RDWR)

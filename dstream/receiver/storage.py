@@ -24,16 +24,25 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 from pyspark.rdd import RDD
+from pyspark.serializers import NoOpSerializer, Serializer, UTF8Deserializer
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["NotReplicatedError", "StoredBlock", "interval_rdd", "store_blocks"]
+__all__ = [
+    "NotReplicatedError",
+    "StoredBlock",
+    "interval_rdd",
+    "remove_stream_block",
+    "store_blocks",
+    "stream_block",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,40 +73,74 @@ class _Batch:
 
 @dataclass
 class StoredBlock:
-    """One received block in Spark's storage: partition ``partition`` of its batch's RDD."""
+    """One received block in Spark's storage, under the Spark block id ``spark_id``:
+    ``("rdd", rdd id, partition)`` for a block the driver's receiver stored (partition of
+    its batch's RDD), ``("input", stream id, unique id)`` for one an executor's receiver
+    stored (``StreamBlockId``). ``read_as`` is the PySpark deserializer of its records."""
 
     client: str  # the client's id (hex)
     seq: int
     count: int
-    batch: _Batch = field(repr=False)
-    partition: int
+    spark_id: tuple[str, int, int]
     executors: list[str]
+    release: Callable[[], None] = field(repr=False)
+    read_as: Serializer = field(repr=False)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.client, self.seq)
 
-    @property
-    def block_id(self) -> tuple[int, int]:
-        """Spark's ``RDDBlockId`` of the stored copies: (RDD id, partition)."""
-        return (self.batch.rdd.id(), self.partition)
-
     def drop(self) -> None:
-        """This block is no longer needed; the batch's copies go with its last block."""
-        self.batch.release()
+        """This block is no longer needed: its copies are deleted (a driver-stored batch's
+        copies go with its last block)."""
+        self.release()
 
 
-def _block_rdd(sc: SparkContext, block_ids: list[tuple[int, int]]) -> Any:
+def _block_rdd(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> Any:
     """A JVM ``BlockRDD`` whose partition i reads the stored copies of ``block_ids[i]``."""
     jvm = sc._jvm
     assert jvm is not None and sc._gateway is not None
-    ids = sc._gateway.new_array(jvm.org.apache.spark.storage.BlockId, len(block_ids))
-    for i, (rdd_id, partition) in enumerate(block_ids):
-        ids[i] = jvm.org.apache.spark.storage.RDDBlockId(rdd_id, partition)
+    storage = jvm.org.apache.spark.storage
+    ids = sc._gateway.new_array(storage.BlockId, len(block_ids))
+    for i, (kind, a, b) in enumerate(block_ids):
+        ids[i] = storage.RDDBlockId(a, b) if kind == "rdd" else storage.StreamBlockId(a, b)
     return jvm.org.apache.spark.rdd.BlockRDD(sc._jsc.sc(), ids, jvm.scala.reflect.ClassTag.AnyRef())
 
 
-def _executors(sc: SparkContext, block_ids: list[tuple[int, int]]) -> list[list[str]]:
+def remove_stream_block(sc: SparkContext, stream_id: int, unique: int) -> None:
+    """Delete every copy of an executor receiver's block (``StreamBlockId``)."""
+    try:
+        # (Through BlockRDD: Py4J cannot reflect on BlockManager, whose methods name classes
+        # that are not on the driver's classpath.)
+        _block_rdd(sc, [("input", stream_id, unique)]).removeBlocks()
+    except Exception:  # a stopped SparkContext has nothing left to drop
+        log.debug("input-%d-%d: remove failed", stream_id, unique, exc_info=True)
+
+
+def stream_block(
+    sc: SparkContext,
+    stream_id: int,
+    client: str,
+    seq: int,
+    count: int,
+    unique: int,
+    executors: list[str],
+    as_text: bool,
+) -> StoredBlock:
+    """The block an executor's receiver stored as ``StreamBlockId(stream_id, unique)``: its
+    records are Java strings (``as_text``) or byte arrays, read by Python as such."""
+    return StoredBlock(
+        client,
+        seq,
+        count,
+        ("input", stream_id, unique),
+        executors,
+        lambda: remove_stream_block(sc, stream_id, unique),
+        UTF8Deserializer() if as_text else NoOpSerializer(),
+    )
+
+
+def _executors(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> list[list[str]]:
     """For each block, the executors holding its stored copies, as the block manager master
     knows them now."""
     block_rdd = _block_rdd(sc, block_ids)
@@ -125,7 +168,7 @@ def store_blocks(
     first, last = blocks[0], blocks[-1]
     rdd.setName(f"receiver blocks {first[0]}/{first[1]}..{last[0]}/{last[1]} ({len(blocks)})")
     rdd._jrdd.count()  # materialise in the JVM: no Python worker needed
-    held = _executors(sc, [(rdd.id(), i) for i in range(len(blocks))])
+    held = _executors(sc, [("rdd", rdd.id(), i) for i in range(len(blocks))])
     short = [(b, e) for b, e in zip(blocks, held, strict=True) if len(e) < replicas]
     if short:
         rdd.unpersist(blocking=False)
@@ -137,7 +180,15 @@ def store_blocks(
         )
     batch = _Batch(rdd, len(blocks))
     return [
-        StoredBlock(client, seq, len(records), batch, i, executors)
+        StoredBlock(
+            client,
+            seq,
+            len(records),
+            ("rdd", rdd.id(), i),
+            executors,
+            batch.release,
+            rdd._jrdd_deserializer,
+        )
         for i, ((client, seq, records), executors) in enumerate(zip(blocks, held, strict=True))
     ]
 
@@ -146,5 +197,5 @@ def interval_rdd(sc: SparkContext, blocks: list[StoredBlock]) -> RDD[Any]:
     """The RDD of an interval: one partition per block, read from the stored copies."""
     if not blocks:
         return sc.emptyRDD()
-    block_rdd = _block_rdd(sc, [b.block_id for b in blocks])
-    return RDD(block_rdd.toJavaRDD(), sc, blocks[0].batch.rdd._jrdd_deserializer)
+    block_rdd = _block_rdd(sc, [b.spark_id for b in blocks])
+    return RDD(block_rdd.toJavaRDD(), sc, blocks[0].read_as)

@@ -42,3 +42,37 @@ def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
         assert len(run["intruder"]) == 1 and run["intruder"][0].startswith("refused")
         assert len(run["refusals"]) == 1 and "wrong HMAC" in run["refusals"][0]
         assert "intruder" not in received
+
+
+def test_losing_the_receivers_executor_or_the_replicas_loses_and_duplicates_nothing() -> None:
+    """The receiver on an executor (placement="executors"): kill -9 the executor running it
+    (which holds one copy of the blocks it stored) or the one holding a block's other copy,
+    while the client keeps sending. The receiver starts again on another executor, on the
+    same port; the client sends what it kept there; every record is output exactly once."""
+    args = [sys.executable, "-m", "testbed.receiver_faults", "--placement", "executors"]
+    args += ["--records", "600", "--pace-ms", "10", "--intervals", "8", "--at", "3"]
+    args += ["--kill", "receiver", "--kill", "replica"]
+    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    runs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert [r["kill"] for r in runs] == ["receiver", "replica"]
+    for run in runs:
+        victim = run["victim_block"]
+        receiver = run["receivers_before"]["0"]
+        # Stored on the receiver's executor and one other before the acknowledgement.
+        assert len(victim["executors"]) == 2 and receiver in victim["executors"]
+        other = next(e for e in victim["executors"] if e != receiver)
+        assert run["killed"] == [receiver if run["kill"] == "receiver" else other]
+        assert victim["seq"] in run["blocks"][str(run["victim_interval"])]
+        if run["kill"] == "receiver":  # started again elsewhere
+            assert run["receivers_after"]["0"] not in (receiver, None)
+        else:
+            assert run["receivers_after"]["0"] == receiver
+        assert run["client_errors"] == []
+        assert len(run["sent"]) == 600
+        received = Counter(v for values in run["values"].values() for v in values)
+        assert received == Counter(run["sent"])  # none lost, none twice
+        assert len(run["intruder"]) == 1 and run["intruder"][0].startswith("refused")
+        assert len(run["refusals"]) == 1 and "wrong HMAC" in run["refusals"][0]
+        assert "intruder" not in received
+        assert run["active_jobs_after_stop"] == []  # the receiver's task ended with the stream

@@ -169,6 +169,44 @@ def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
         createStream(h.ssc, SECRET, replicas=2)
     with pytest.raises(ValueError, match="port 70000"):
         createStream(h.ssc, SECRET, 70000)
+    with pytest.raises(ValueError, match="placement='executor' must be 'driver'"):
+        createStream(h.ssc, SECRET, 9999, placement="executor")
+    with pytest.raises(ValueError, match=r"port \[9999, 0\] with placement='executors' must be"):
+        createStream(h.ssc, SECRET, [9999, 0], placement="executors")
+
+
+def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -> None:
+    """placement="executors" on local[2]: the receiver is a task (its "executor" is the
+    driver's), blocks are StreamBlockIds in the block manager, bytes stay bytes, and
+    stopping the stream ends the receiver's job."""
+    import socket
+
+    from dstream.receiver.source import ReceiverInputDStream
+
+    h = harness()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stream = createStream(h.ssc, SECRET, port, placement="executors", asText=False)
+    assert isinstance(stream, ReceiverInputDStream)
+    out = collect(stream)
+    h.ssc.start()
+    assert stream._wait_for_receivers(1, 60)
+    assert receiverAddresses(stream) == [("127.0.0.1", port)]
+    assert [executor for executor, _ in stream._receivers().values()] == ["driver"]
+    sent = [f"r{i}".encode() for i in range(11)] + [b"\xff not UTF-8"]
+    with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
+        for record in sent:
+            client.send(record)
+        assert client.wait_stored(60)  # "A": stored and registered with the driver
+        assert stream._wait_for_pending(3, 60)
+        assert {b.spark_id[:2] for b in stream._pending_blocks()} == {("input", stream._id)}
+        h.run_batches(2)  # the first interval's commit goes out when the second completes
+        assert client.wait_committed(60)
+    assert Counter(r for records in out.values() for r in records) == Counter(sent)
+    sc = h.ssc.sparkContext
+    h.ssc.stop(stopSparkContext=False)
+    assert list(sc.statusTracker().getActiveJobsIds()) == []
 
 
 def test_blocks_received_together_are_stored_in_one_job(harness: Any) -> None:
@@ -185,13 +223,12 @@ def test_blocks_received_together_are_stored_in_one_job(harness: Any) -> None:
     finally:
         sc.setJobGroup("", "")
     assert len(tracker.getJobIdsForGroup(group)) == 1  # one job, not one per block
-    assert [(b.key, b.count, b.partition) for b in blocks] == [
-        (("c1", 4), 2, 0),
-        (("c1", 5), 1, 1),
-        (("c2", 0), 3, 2),
+    rdd_id = blocks[0].spark_id[1]
+    assert [(b.key, b.count, b.spark_id) for b in blocks] == [
+        (("c1", 4), 2, ("rdd", rdd_id, 0)),
+        (("c1", 5), 1, ("rdd", rdd_id, 1)),
+        (("c2", 0), 3, ("rdd", rdd_id, 2)),
     ]
-    batch_rdd = blocks[0].batch.rdd
-    assert all(b.batch is blocks[0].batch for b in blocks)
     assert all(b.executors for b in blocks)  # the block manager master knows where each is
     # An interval's RDD: a partition per block, in the order given, read from storage.
     rdd = interval_rdd(sc, [blocks[2], blocks[0]])
@@ -199,7 +236,7 @@ def test_blocks_received_together_are_stored_in_one_job(harness: Any) -> None:
     # The batch's copies stay until its last block is dropped.
     blocks[0].drop()
     blocks[2].drop()
-    assert sc._jsc.getPersistentRDDs().containsKey(batch_rdd.id())
+    assert sc._jsc.getPersistentRDDs().containsKey(rdd_id)
     assert interval_rdd(sc, [blocks[1]]).collect() == ["c"]
     blocks[1].drop()
-    assert not sc._jsc.getPersistentRDDs().containsKey(batch_rdd.id())
+    assert not sc._jsc.getPersistentRDDs().containsKey(rdd_id)

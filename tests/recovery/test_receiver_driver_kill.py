@@ -53,8 +53,18 @@ class Sending(threading.Thread):
         self.client.flush()
 
 
+@pytest.mark.parametrize(
+    ("placement", "master"),
+    [
+        ("driver", "local[2]"),
+        ("executors", "local[2]"),
+        # Executor JVMs of their own: the killed driver's executors outlive it for a moment,
+        # their receiver still listening on the port the restarted one needs.
+        ("executors", "local-cluster[2,1,1024]"),
+    ],
+)
 def test_killing_the_driver_while_a_client_sends_loses_and_doubles_nothing(
-    tmp_path: Path,
+    tmp_path: Path, placement: str, master: str
 ) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
@@ -63,7 +73,7 @@ def test_killing_the_driver_while_a_client_sends_loses_and_doubles_nothing(
         [
             str(APP),
             *("--port", str(port), "--output", str(out), "--checkpoint", str(ckpt)),
-            *("--batch", "500ms", "--quiet"),
+            *("--batch", "500ms", "--quiet", "--placement", placement, "--master", master),
         ],
         env={"DSTREAM_RECEIVER_SECRET": SECRET},
     )
@@ -72,8 +82,17 @@ def test_killing_the_driver_while_a_client_sends_loses_and_doubles_nothing(
         app.start()
         sending.start()
         rng = random.Random(19)
-        for _ in range(2):
-            threading.Event().wait(rng.uniform(2.0, 4.0))  # real time: the app runs on it
+        for k in range(2):
+            # Once the client sends to this driver's receiver (a receiver on an executor
+            # listens only once the cluster is up), a while later (real time: the app runs
+            # on it).
+            wait_for(
+                lambda k=k: sending.client.connections > k,
+                120,
+                f"the client to connect to driver {k + 1}",
+                0.1,
+            )
+            threading.Event().wait(rng.uniform(1.5, 3.0))
             app.kill9()
             app.start()
         threading.Event().wait(1.0)
