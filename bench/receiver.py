@@ -86,13 +86,20 @@ def free_port() -> int:
 
 
 def run(
-    sc: Any, clients: int, block_records: int, seconds: int, warmup: int, placement: str
+    sc: Any,
+    clients: int,
+    block_records: int,
+    seconds: int,
+    warmup: int,
+    placement: str,
+    max_buffered: int,
 ) -> dict[str, Any]:
-    from dstream import Duration, StreamingContext, Time
+    from dstream import Duration, StreamingContext, StreamingSettings, Time
     from dstream.receiver import createStream, receiverAddresses
     from dstream.receiver.source import ReceiverInputDStream
 
-    ssc = StreamingContext(sc, Duration(1000))
+    settings = StreamingSettings(receiver_max_buffered=max_buffered)
+    ssc = StreamingContext(sc, Duration(1000), settings=settings)
     on_executors = placement == "executors"
     port = free_port() if on_executors else 0
     stream = createStream(ssc, SECRET, port, placement=placement)
@@ -130,6 +137,7 @@ def run(
     steady = per_interval[warmup:seconds]  # while the clients were sending
     return {
         "placement": placement,
+        "max_buffered": max_buffered,
         "clients": clients,
         "block_records": block_records,
         "seconds": round(time.monotonic() - began, 1),
@@ -196,7 +204,15 @@ def run_dstream(sc: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     print("| --- | --- | --- | --- | --- |")
     for clients in args.clients:
         for block_records in args.block_records:
-            r = run(sc, clients, block_records, args.seconds, args.warmup, args.placement)
+            r = run(
+                sc,
+                clients,
+                block_records,
+                args.seconds,
+                args.warmup,
+                args.placement,
+                args.max_buffered,
+            )
             if r["errors"] or r["counted"] != r["sent"]:
                 raise RuntimeError(f"records lost or counted twice, or errors: {r}")
             rows.append(r)
@@ -216,6 +232,12 @@ def main() -> int:
     p.add_argument("--seconds", type=int, default=20, help="sending time per configuration")
     p.add_argument("--warmup", type=int, default=4, help="intervals left out of the mean")
     p.add_argument("--label", default="", help="name of this run in receiver.json")
+    p.add_argument(
+        "--max-buffered",
+        type=int,
+        default=100_000,
+        help="StreamingSettings.receiver_max_buffered (records waiting for an interval)",
+    )
     p.add_argument(
         "--placement",
         choices=["driver", "executors"],

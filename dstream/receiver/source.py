@@ -15,8 +15,12 @@ they are acknowledged, each interval the union of the blocks that arrived in it.
                  when the journal already says t completed
     clear t      blocks(t) unpersisted
 
-The receiver runs on the driver (one listening thread per address, one thread per
-connection); the blocks live on executors. What survives what is in docs/receiver.md.
+With ``placement="driver"`` the receiver runs on the driver (one listening thread per
+address, one thread per connection); the blocks live on executors. With
+``placement="executors"`` each address is a receiver task on an executor
+(:mod:`dstream.receiver.tracker`), which stores the blocks and registers them here
+(``_register_remote``) before it acknowledges them. What survives what is in
+docs/receiver.md.
 """
 
 from __future__ import annotations

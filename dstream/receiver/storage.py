@@ -1,4 +1,6 @@
 """Received blocks into Spark's replicated storage, and an interval's blocks back out.
+(Blocks that a receiver on an executor stored, ``StreamBlockId`` blocks, are named and read
+here too: :func:`stream_block`; they are stored by the JVM shim's receiver.)
 
 The blocks a connection has received while the previous ones were being stored are stored
 together: one partition per block of one RDD (a ``union`` of one-partition
@@ -30,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 from pyspark.rdd import RDD
-from pyspark.serializers import NoOpSerializer, Serializer, UTF8Deserializer
+from pyspark.serializers import NoOpSerializer, Serializer
+
+from dstream.receiver.protocol import decode_records
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -76,7 +80,9 @@ class StoredBlock:
     """One received block in Spark's storage, under the Spark block id ``spark_id``:
     ``("rdd", rdd id, partition)`` for a block the driver's receiver stored (partition of
     its batch's RDD), ``("input", stream id, unique id)`` for one an executor's receiver
-    stored (``StreamBlockId``). ``read_as`` is the PySpark deserializer of its records."""
+    stored (``StreamBlockId``). ``read_as`` is the PySpark deserializer of what is stored;
+    ``frame_text`` is None for records stored as such, and for a block stored as the
+    client's frame (one byte string) whether its records are read as str or as bytes."""
 
     client: str  # the client's id (hex)
     seq: int
@@ -85,6 +91,7 @@ class StoredBlock:
     executors: list[str]
     release: Callable[[], None] = field(repr=False)
     read_as: Serializer = field(repr=False)
+    frame_text: bool | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -127,8 +134,9 @@ def stream_block(
     executors: list[str],
     as_text: bool,
 ) -> StoredBlock:
-    """The block an executor's receiver stored as ``StreamBlockId(stream_id, unique)``: its
-    records are Java strings (``as_text``) or byte arrays, read by Python as such."""
+    """The block an executor's receiver stored as ``StreamBlockId(stream_id, unique)``: the
+    client's block frame as one byte array, split into its records (str if ``as_text``)
+    when an interval reads it."""
     return StoredBlock(
         client,
         seq,
@@ -136,8 +144,17 @@ def stream_block(
         ("input", stream_id, unique),
         executors,
         lambda: remove_stream_block(sc, stream_id, unique),
-        UTF8Deserializer() if as_text else NoOpSerializer(),
+        NoOpSerializer(),
+        as_text,
     )
+
+
+def _frame_records(as_text: bool) -> Callable[[bytes], list[Any]]:
+    def records(frame: bytes) -> list[Any]:
+        _, raw = decode_records(frame)
+        return [r.decode("utf-8", "replace") for r in raw] if as_text else raw
+
+    return records
 
 
 def _executors(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> list[list[str]]:
@@ -198,4 +215,6 @@ def interval_rdd(sc: SparkContext, blocks: list[StoredBlock]) -> RDD[Any]:
     if not blocks:
         return sc.emptyRDD()
     block_rdd = _block_rdd(sc, [b.spark_id for b in blocks])
-    return RDD(block_rdd.toJavaRDD(), sc, blocks[0].read_as)
+    rdd: RDD[Any] = RDD(block_rdd.toJavaRDD(), sc, blocks[0].read_as)
+    as_text = blocks[0].frame_text
+    return rdd if as_text is None else rdd.flatMap(_frame_records(as_text))

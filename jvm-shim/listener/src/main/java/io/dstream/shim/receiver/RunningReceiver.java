@@ -5,8 +5,10 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.BindException;
@@ -26,6 +28,10 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
@@ -62,6 +68,8 @@ final class RunningReceiver {
   private static final long MAX_BLOCK_BYTES = 64L * 1024 * 1024;
   private static final int MAX_RECORDS = 10_000_000;
   private static final int STORE_ATTEMPTS = 6;
+  // Blocks of one connection being stored at once.
+  private static final int STORES_IN_FLIGHT = 8;
   private static final int HANDSHAKE_TIMEOUT_MS = 10_000;
   private static final long BIND_WAIT_MS = 30_000;
 
@@ -82,6 +90,13 @@ final class RunningReceiver {
   private final Map<Long, CompletableFuture<Integer>> replies = new ConcurrentHashMap<>();
   private final Map<String, ClientConnection> clients = new ConcurrentHashMap<>();
   private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+  private final ExecutorService stores =
+      Executors.newCachedThreadPool(
+          task -> {
+            Thread thread = new Thread(task, "dstream-receiver-store");
+            thread.setDaemon(true);
+            return thread;
+          });
   private volatile boolean stopping;
   private ServerSocket server;
   private Socket tracker;
@@ -214,6 +229,8 @@ final class RunningReceiver {
     String peer = String.valueOf(socket.getRemoteSocketAddress());
     String client = null;
     ClientConnection conn = null;
+    Semaphore room = new Semaphore(STORES_IN_FLIGHT);
+    AtomicReference<Exception> failed = new AtomicReference<>();
     try (socket) {
       socket.setSoTimeout(HANDSHAKE_TIMEOUT_MS);
       socket.setTcpNoDelay(true);
@@ -240,7 +257,14 @@ final class RunningReceiver {
         if (n < 0 || n > MAX_RECORDS) {
           throw new IOException("block " + seq + " announces " + n + " records");
         }
-        List<Object> records = new ArrayList<>(n);
+        // The block is stored as the frame it came in (one byte array: no object per
+        // record to serialize); Python splits it into records when an interval reads it.
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(1 << 16);
+        DataOutputStream frame = new DataOutputStream(bytes);
+        frame.write('B');
+        frame.writeLong(seq);
+        frame.writeInt(n);
+        byte[] buffer = new byte[1 << 16];
         long total = 0;
         for (int i = 0; i < n; i++) {
           int size = in.readInt();
@@ -249,20 +273,40 @@ final class RunningReceiver {
             throw new IOException(
                 "block " + seq + " is larger than " + MAX_BLOCK_BYTES + " bytes");
           }
-          byte[] record = new byte[size];
-          in.readFully(record);
-          // Malformed UTF-8 becomes U+FFFD, as Python's decode("utf-8", "replace").
-          records.add(spec.asText ? new String(record, UTF_8) : record);
+          frame.writeInt(size);
+          for (int left = size; left > 0; ) {
+            int got = in.read(buffer, 0, Math.min(left, buffer.length));
+            if (got < 0) {
+              throw new EOFException("connection closed inside block " + seq);
+            }
+            frame.write(buffer, 0, got);
+            left -= got;
+          }
         }
-        take(conn, clientId, seq, records);
+        byte[] block = bytes.toByteArray();
+        // Stored while the next blocks are read: a put waits mostly on the peer's copy.
+        room.acquire();
+        ClientConnection acks = conn;
+        stores.execute(
+            () -> {
+              try {
+                take(acks, clientId, seq, n, block);
+              } catch (IOException | RuntimeException | InterruptedException e) {
+                failed.compareAndSet(null, e);
+                closeQuietly(socket); // the client connects again and sends what it keeps
+              } finally {
+                room.release();
+              }
+            });
       }
     } catch (IOException | RuntimeException | GeneralSecurityException e) {
       if (!stopping) {
+        Exception cause = failed.get() != null ? failed.get() : e;
         report(
             ERROR_CONNECTION,
             peer,
             "connection from client " + client + " at " + peer + " failed on executor "
-                + executorId + ": " + e);
+                + executorId + ": " + cause);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -316,10 +360,11 @@ final class RunningReceiver {
   }
 
   /** Store a block, register it with the driver, then acknowledge it to the client. */
-  private void take(ClientConnection conn, byte[] clientId, long seq, List<Object> records)
+  private void take(ClientConnection conn, byte[] clientId, long seq, int count, byte[] block)
       throws IOException, InterruptedException {
-    StreamBlockId id = store(clientId, seq, records);
-    int status = register(clientId, seq, records.size(), id);
+    List<String> held = new ArrayList<>();
+    StreamBlockId id = store(clientId, seq, block, held);
+    int status = register(clientId, seq, count, id, held);
     if (status != NEW) {
       blockManager.master().removeBlock(id); // the stream has it already
     }
@@ -332,18 +377,19 @@ final class RunningReceiver {
     }
   }
 
-  private StreamBlockId store(byte[] clientId, long seq, List<Object> records)
+  /** Put {@code block} on {@code spec.replicas} executors; {@code held} gets their ids. */
+  private StreamBlockId store(byte[] clientId, long seq, byte[] block, List<String> held)
       throws IOException, InterruptedException {
     StorageLevel level = StorageLevel.apply(true, true, false, false, spec.replicas);
     ClassTag<Object> tag = ClassTag$.MODULE$.AnyRef();
-    List<String> held = List.of();
     for (int attempt = 1; ; attempt++) {
       StreamBlockId id = new StreamBlockId(spec.streamId, nextBlock.incrementAndGet());
       boolean put =
           blockManager.putIterator(
-              id, CollectionConverters.asScala(records.iterator()), level, true, tag);
+              id, CollectionConverters.asScala(List.<Object>of(block).iterator()), level, true, tag);
+      held.clear();
       if (put) {
-        held = holders(id);
+        held.addAll(holders(id));
         if (held.size() >= spec.replicas) {
           return id;
         }
@@ -369,12 +415,11 @@ final class RunningReceiver {
   }
 
   /** "S": the driver's answer (NEW, KNOWN, COMMITTED or REFUSED); it may wait (backpressure). */
-  private int register(byte[] clientId, long seq, int count, StreamBlockId id)
+  private int register(byte[] clientId, long seq, int count, StreamBlockId id, List<String> held)
       throws InterruptedException {
     CompletableFuture<Integer> reply = new CompletableFuture<>();
     long request = id.uniqueId();
     replies.put(request, reply);
-    List<String> held = holders(id);
     try {
       synchronized (toDriver) {
         toDriver.write('S');
@@ -431,6 +476,7 @@ final class RunningReceiver {
     for (CompletableFuture<Integer> reply : replies.values()) {
       reply.complete(REFUSED);
     }
+    stores.shutdownNow();
   }
 
   private static void closeQuietly(AutoCloseable closeable) {
