@@ -239,10 +239,10 @@ class ReceiverInputDStream(InputDStream):
     def _stop(self) -> None:
         self._release_commits()  # the intervals completed before stop() are on record
         self._stopping.set()
-        if self._remote is not None:
-            self._remote.stop()
         with self._state_lock:
             self._state_lock.notify_all()  # receivers waiting for room give up
+        if self._remote is not None:  # (its registrations waiting for room have returned)
+            self._remote.stop()
         for server in self._servers:
             with contextlib.suppress(OSError):
                 server.close()

@@ -121,6 +121,7 @@ class ExecutorReceivers:
         self._trackers: set[_Tracker] = set()
         self._threads: list[threading.Thread] = []
         self._server: socket.socket | None = None
+        self.unfinished: list[str] = []  # threads still running when stop() returned
         self._group = f"dstream-receiver-{stream_id}-{self._token[:4].hex()}"
 
     def start(self) -> None:
@@ -174,6 +175,10 @@ class ExecutorReceivers:
             self._sc._jsc.cancelJobGroup(self._group)
         for thread in self._threads:
             thread.join(timeout=30)
+        # What did not end within its 30 s (a registration nobody woke, a job not cancelled).
+        self.unfinished = [t.name for t in self._threads if t.is_alive()]
+        if self.unfinished:
+            log.warning("%s: still running after stop: %s", self._label, self.unfinished)
 
     def receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
         """index -> (executor id, (host, port)) of each receiver run now listening."""
@@ -241,10 +246,9 @@ class ExecutorReceivers:
             tracker = _Tracker(sock, index, executor, (host, port))
             with self._lock:
                 self._trackers.add(tracker)
-            if self._stopping.is_set():
-                return
-            self._on_started(index, executor, (host, port))
             try:
+                if not self._stopping.is_set():
+                    self._on_started(index, executor, (host, port))
                 while not self._stopping.is_set():
                     kind = sock.recv(1)
                     if not kind:

@@ -123,28 +123,75 @@ def test_a_receiver_dies_and_the_client_resends_to_the_other_once_only(harness: 
     assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
 
 
-def test_the_receiver_takes_no_block_while_an_interval_worth_waits(harness: Any) -> None:
+@pytest.mark.parametrize("placement", ["driver", "executors"])
+def test_the_receiver_takes_no_block_while_an_interval_worth_waits(
+    harness: Any, placement: str
+) -> None:
+    from dstream.receiver.source import ReceiverInputDStream
     from dstream.settings import StreamingSettings
 
     h = harness(settings=StreamingSettings(receiver_max_buffered=10))
-    stream = createStream(h.ssc, SECRET)
+    stream = createStream(h.ssc, SECRET, free_port(), placement=placement)
+    assert isinstance(stream, ReceiverInputDStream)
     out = collect(stream)
     h.ssc.start()
+    if placement == "executors":
+        assert stream._wait_for_receivers(1, 60)
     sent = [f"z{i}" for i in range(20)]
     with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
         for record in sent:
             client.send(record)
         client.flush()
         assert stream._wait_for_pending(2, 60)
-        # 10 records wait for the next interval: the third block is not taken meanwhile.
+        # 10 records wait for the next interval: no third block is taken meanwhile.
         assert not client.wait_stored(1.0)
-        assert [b.seq for b in stream._pending_blocks()] == [0, 1]
+        first = sorted(b.seq for b in stream._pending_blocks())
+        if placement == "driver":
+            assert first == [0, 1]
+        else:  # a connection's blocks are stored several at a time: any two come first
+            assert len(first) == 2
         h.run_batches(1)  # takes them: room again
         assert client.wait_stored(60)
         h.run_batches(3)
         assert client.wait_committed(60)
-    assert sorted(out[1000]) == sorted(sent[:10])
+    assert sorted(out[1000]) == sorted(r for seq in first for r in sent[5 * seq : 5 * seq + 5])
     assert Counter(r for rs in out.values() for r in rs) == Counter(sent)
+
+
+def test_stopping_while_a_receiver_on_an_executor_waits_for_room(harness: Any) -> None:
+    """A block registration waiting for room (backpressure) is refused at stop: the
+    receiver task ends and no job is left."""
+    from dstream.receiver.source import ReceiverInputDStream
+    from dstream.settings import StreamingSettings
+
+    h = harness(settings=StreamingSettings(receiver_max_buffered=5))
+    stream = createStream(h.ssc, SECRET, free_port(), placement="executors")
+    assert isinstance(stream, ReceiverInputDStream)
+    collect(stream)
+    h.ssc.start()
+    assert stream._wait_for_receivers(1, 60)
+    with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
+        for i in range(15):
+            client.send(f"w{i}")
+        client.flush()
+        assert stream._wait_for_pending(1, 60)
+        assert not client.wait_stored(1.0)  # the others wait for room
+        remote = stream._remote
+        assert remote is not None
+        sc = h.ssc.sparkContext
+        h.ssc.stop(stopSparkContext=False)
+        # Every receiver thread had ended when stop() checked (a registration left waiting
+        # would have held its tracker thread past the join).
+        assert remote.unfinished == []
+        assert list(sc.statusTracker().getActiveJobsIds()) == []
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def test_user_errors_name_the_value_and_the_fix(harness: Any) -> None:
@@ -179,14 +226,11 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
     """placement="executors" on local[2]: the receiver is a task (its "executor" is the
     driver's), blocks are StreamBlockIds in the block manager, bytes stay bytes, and
     stopping the stream ends the receiver's job."""
-    import socket
 
     from dstream.receiver.source import ReceiverInputDStream
 
     h = harness()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     stream = createStream(h.ssc, SECRET, port, placement="executors", asText=False)
     assert isinstance(stream, ReceiverInputDStream)
     out = collect(stream)
