@@ -58,8 +58,8 @@ class Sending(threading.Thread):
     [
         ("driver", "local[2]"),
         ("executors", "local[2]"),
-        # Executor JVMs of their own: the killed driver's executors outlive it for a moment,
-        # their receiver still listening on the port the restarted one needs.
+        # The receiver in an executor JVM of its own (killed with the driver's process
+        # group); the restarted driver's receiver starts in a new executor, on the same port.
         ("executors", "local-cluster[2,1,1024]"),
     ],
 )
