@@ -117,6 +117,9 @@ class _RemoteClient:
 
 class ReceiverInputDStream(InputDStream):
     _counts_in_tasks = False
+    # A stream restored from a checkpoint written before receivers could run on executors
+    # has no placement of its own: it ran in the driver.
+    _placement = "driver"
     # It can produce a past interval again: one it remembers (its blocks are still stored)
     # and, after a restart, one on record in the journal (its blocks are sent again, or
     # were committed: see _take_recovered). _read refuses any other.
