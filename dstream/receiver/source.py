@@ -53,6 +53,7 @@ from dstream.receiver.protocol import (
 from dstream.receiver.storage import (
     NotReplicatedError,
     StoredBlock,
+    drop_blocks,
     interval_rdd,
     store_blocks,
     stream_block,
@@ -261,8 +262,7 @@ class ReceiverInputDStream(InputDStream):
         with self._state_lock:
             blocks = self._pending + [b for bs in self._intervals.values() for b in bs]
             self._pending, self._intervals, self._known = [], {}, {}
-        for block in blocks:
-            block.drop()
+        drop_blocks(self._ssc.sparkContext, blocks)
         info = replace(self._info(False), last_error_message="Stopped by driver")
         self._ssc._bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
 
@@ -578,8 +578,7 @@ class ReceiverInputDStream(InputDStream):
                 if key not in self._committed:
                     self._committed.add(*key)
                     self._to_commit.append(key)
-        for block in dropped:
-            block.drop()
+        drop_blocks(self._ssc.sparkContext, dropped)
 
     def _release_commits(self) -> None:
         with self._state_lock:
@@ -599,8 +598,7 @@ class ReceiverInputDStream(InputDStream):
                 for block in self._intervals.pop(t):
                     self._known.pop(block.key, None)
                     dropped.append(block)
-        for block in dropped:
-            block.drop()
+        drop_blocks(self._ssc.sparkContext, dropped)
 
     # ---- the metadata journal ----
     def _journal_state(self) -> dict[str, Any] | None:

@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "NotReplicatedError",
     "StoredBlock",
+    "drop_blocks",
     "interval_rdd",
-    "remove_stream_block",
+    "remove_stream_blocks",
     "store_blocks",
     "stream_block",
 ]
@@ -114,14 +115,26 @@ def _block_rdd(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> Any:
     return jvm.org.apache.spark.rdd.BlockRDD(sc._jsc.sc(), ids, jvm.scala.reflect.ClassTag.AnyRef())
 
 
-def remove_stream_block(sc: SparkContext, stream_id: int, unique: int) -> None:
-    """Delete every copy of an executor receiver's block (``StreamBlockId``)."""
+def remove_stream_blocks(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> None:
+    """Delete every copy of executor receivers' blocks (``("input", stream id, unique id)``,
+    ``StreamBlockId``s), all in one call to the block manager master."""
     try:
         # (Through BlockRDD: Py4J cannot reflect on BlockManager, whose methods name classes
         # that are not on the driver's classpath.)
-        _block_rdd(sc, [("input", stream_id, unique)]).removeBlocks()
+        _block_rdd(sc, block_ids).removeBlocks()
     except Exception:  # a stopped SparkContext has nothing left to drop
-        log.debug("input-%d-%d: remove failed", stream_id, unique, exc_info=True)
+        log.debug("%d stream blocks: remove failed", len(block_ids), exc_info=True)
+
+
+def drop_blocks(sc: SparkContext, blocks: list[StoredBlock]) -> None:
+    """``drop()`` each of ``blocks``, with the executor receivers' blocks removed together
+    (one Py4J round for an interval's blocks rather than a few per block)."""
+    stream = [b.spark_id for b in blocks if b.spark_id[0] == "input"]
+    if stream:
+        remove_stream_blocks(sc, stream)
+    for block in blocks:
+        if block.spark_id[0] != "input":
+            block.drop()
 
 
 def stream_block(
@@ -143,7 +156,7 @@ def stream_block(
         count,
         ("input", stream_id, unique),
         executors,
-        lambda: remove_stream_block(sc, stream_id, unique),
+        lambda: remove_stream_blocks(sc, [("input", stream_id, unique)]),
         NoOpSerializer(),
         as_text,
     )

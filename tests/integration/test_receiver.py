@@ -15,6 +15,7 @@ from dstream import StreamingListener
 from dstream.errors import ContextStateError
 from dstream.receiver import createStream, receiverAddresses
 from dstream.receiver.client import ReceiverClient, ReceiverRefusedError
+from testbed.drivers import wait_for
 
 SECRET = b"0123456789abcdef-test-secret"
 
@@ -228,8 +229,10 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
     stopping the stream ends the receiver's job."""
 
     from dstream.receiver.source import ReceiverInputDStream
+    from dstream.receiver.storage import _executors
 
     h = harness()
+    sc = h.ssc.sparkContext
     port = free_port()
     stream = createStream(h.ssc, SECRET, port, placement="executors", asText=False)
     assert isinstance(stream, ReceiverInputDStream)
@@ -244,11 +247,16 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
             client.send(record)
         assert client.wait_stored(60)  # "A": stored and registered with the driver
         assert stream._wait_for_pending(3, 60)
-        assert {b.spark_id[:2] for b in stream._pending_blocks()} == {("input", stream._id)}
+        first = [b.spark_id for b in stream._pending_blocks()]
+        assert {i[:2] for i in first} == {("input", stream._id)}
+        assert all(_executors(sc, first))
         h.run_batches(2)  # the first interval's commit goes out when the second completes
         assert client.wait_committed(60)
+    # The first interval is forgotten after the second: its blocks' copies are deleted.
+    wait_for(
+        lambda: not any(_executors(sc, first)), 60, "the first interval's blocks removed", 0.05
+    )
     assert Counter(r for records in out.values() for r in records) == Counter(sent)
-    sc = h.ssc.sparkContext
     h.ssc.stop(stopSparkContext=False)
     assert list(sc.statusTracker().getActiveJobsIds()) == []
 
