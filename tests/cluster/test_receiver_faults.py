@@ -3,7 +3,7 @@ it runs (``python -m testbed.receiver_faults``), once for each of the block's tw
 the interval reads the copy left (the interval's RDD reads stored blocks only, it has no
 lineage to recompute them from), and every record the client sent is in exactly one
 interval's output, checked against the client's own log. A client with the wrong secret
-connecting meanwhile is refused and none of its records is output."""
+connecting meanwhile is refused and none of its records is output (``run_faults``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,12 +21,29 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.cluster
 
 
-def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
-    args = [sys.executable, "-m", "testbed.receiver_faults", "--records", "400"]
-    args += ["--intervals", "6", "--at", "3", "--kill", "first", "--kill", "second"]
+def run_faults(options: str, records: int) -> list[dict[str, Any]]:
+    """``python -m testbed.receiver_faults`` with ``options`` (split on spaces): one JSON
+    record per kill, each checked for what every run must show — the client sent
+    ``records`` records without an error, each is output exactly once, and the client with
+    the wrong secret was refused and none of its records output."""
+    args = [sys.executable, "-m", "testbed.receiver_faults", "--records", str(records)]
+    args += options.split()
     proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-5000:]
     runs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    for run in runs:
+        assert run["client_errors"] == []
+        assert len(run["sent"]) == records
+        received = Counter(v for values in run["values"].values() for v in values)
+        assert received == Counter(run["sent"])  # none lost, none twice
+        assert len(run["intruder"]) == 1 and run["intruder"][0].startswith("refused")
+        assert len(run["refusals"]) == 1 and "wrong HMAC" in run["refusals"][0]
+        assert "intruder" not in received
+    return runs
+
+
+def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
+    runs = run_faults("--intervals 6 --at 3 --kill first --kill second", records=400)
     assert [r["kill"] for r in runs] == ["first", "second"]
     for run in runs:
         victim = run["victim_block"]
@@ -33,15 +51,7 @@ def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
         assert run["killed"] == [victim["executors"][0 if run["kill"] == "first" else 1]]
         # The interval that read the block ran after its executor was killed.
         assert victim["seq"] in run["blocks"][str(run["victim_interval"])]
-        assert run["client_errors"] == []
-        assert len(run["sent"]) == 400
-        received = Counter(v for values in run["values"].values() for v in values)
-        assert received == Counter(run["sent"])  # none lost, none twice
         assert not set(run["killed"]) & set(run["executors_after"])
-        # A client with the wrong secret, mid-run: refused, told so, and none of its records.
-        assert len(run["intruder"]) == 1 and run["intruder"][0].startswith("refused")
-        assert len(run["refusals"]) == 1 and "wrong HMAC" in run["refusals"][0]
-        assert "intruder" not in received
 
 
 def test_losing_the_receivers_executor_or_the_replicas_loses_and_duplicates_nothing() -> None:
@@ -49,12 +59,8 @@ def test_losing_the_receivers_executor_or_the_replicas_loses_and_duplicates_noth
     (which holds one copy of the blocks it stored) or the one holding a block's other copy,
     while the client keeps sending. The receiver starts again on another executor, on the
     same port; the client sends what it kept there; every record is output exactly once."""
-    args = [sys.executable, "-m", "testbed.receiver_faults", "--placement", "executors"]
-    args += ["--records", "600", "--pace-ms", "10", "--intervals", "8", "--at", "3"]
-    args += ["--kill", "receiver", "--kill", "replica"]
-    proc = subprocess.run(args, check=False, capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-5000:]
-    runs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    options = "--placement executors --pace-ms 10 --intervals 8 --at 3"
+    runs = run_faults(f"{options} --kill receiver --kill replica", records=600)
     assert [r["kill"] for r in runs] == ["receiver", "replica"]
     for run in runs:
         victim = run["victim_block"]
@@ -68,11 +74,4 @@ def test_losing_the_receivers_executor_or_the_replicas_loses_and_duplicates_noth
             assert run["receivers_after"]["0"] not in (receiver, None)
         else:
             assert run["receivers_after"]["0"] == receiver
-        assert run["client_errors"] == []
-        assert len(run["sent"]) == 600
-        received = Counter(v for values in run["values"].values() for v in values)
-        assert received == Counter(run["sent"])  # none lost, none twice
-        assert len(run["intruder"]) == 1 and run["intruder"][0].startswith("refused")
-        assert len(run["refusals"]) == 1 and "wrong HMAC" in run["refusals"][0]
-        assert "intruder" not in received
         assert run["active_jobs_after_stop"] == []  # the receiver's task ended with the stream
