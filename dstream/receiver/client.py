@@ -88,8 +88,9 @@ class ReceiverClient:
     - ``max_kept_blocks``: :meth:`send` waits while this many blocks are not yet committed
       (backpressure: memory stays bounded when the streaming program falls behind). A
       windowed or stateful program commits a block only once no recomputation can read it
-      (its widest window, or three state checkpoint intervals, later): keep at least
-      blocks per second x that many seconds, or ``send`` waits that long.
+      (its widest window, or three state checkpoint intervals, later; longer while a
+      state's checkpoints fail): keep at least blocks per second x that many seconds, or
+      ``send`` waits that long.
     """
 
     def __init__(

@@ -67,7 +67,7 @@ from dstream.receiver.tracker import (
     RemoteBlock,
 )
 from dstream.sources.base import InputDStream
-from dstream.time import Time
+from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -166,6 +166,7 @@ class ReceiverInputDStream(InputDStream):
         "_bound",
         "_refusals",
         "_remote",
+        "_held_by",
     )
 
     def _init_transient(self) -> None:
@@ -195,6 +196,7 @@ class ReceiverInputDStream(InputDStream):
         # Refused handshakes, as (peer address, reason), for monitoring and tests.
         self._refusals: list[tuple[str, str]] = []
         self._remote: ExecutorReceivers | None = None  # placement="executors"
+        self._held_by: str | None = None  # the state whose checkpoint holds commits back
 
     # ---- lifecycle ----
     def _start(self) -> None:
@@ -477,6 +479,20 @@ class ReceiverInputDStream(InputDStream):
         raise AssertionError("unreachable")
 
     # ---- every interval ----
+    def _can_compute(self, time: Time) -> bool:
+        # What _read accepts: a past interval only while its blocks are kept (or, after a
+        # restart, on record), so a state's rebuild that would need more steps instead.
+        if not super()._can_compute(time):
+            return False
+        with self._state_lock:
+            return (
+                time in self._generated
+                or time in self._intervals
+                or (self._restored_until is not None and time <= self._restored_until)
+                or self._last_read is None
+                or time > self._last_read
+            )
+
     def _read(self, time: Time) -> RDD[Any]:
         with self._state_lock:
             if time in self._intervals:  # asked again while its blocks are stored
@@ -563,7 +579,7 @@ class ReceiverInputDStream(InputDStream):
         # the next one. Older intervals are never read again, so their blocks are committed
         # (the clients forget them). Without windows or state that is this interval.
         keep = self._remember_duration or self._slide_duration
-        through = time + self._slide_duration - keep
+        through = self._commit_horizon(time, keep)
         dropped: list[StoredBlock] = []
         with self._state_lock:
             keys = [b.key for t, bs in self._intervals.items() if t <= through for b in bs]
@@ -580,6 +596,47 @@ class ReceiverInputDStream(InputDStream):
                     self._to_commit.append(key)
         drop_blocks(self._ssc.sparkContext, dropped)
 
+    def _states_hold(self, keep: Duration) -> tuple[Time, str] | None:
+        """The latest interval whose blocks the states downstream may still need, and the
+        state that needs it (None if none holds more than ``keep`` does).
+
+        ``keep`` (this stream's remember duration) allows each state a checkpoint up to its
+        replay span (three of its checkpoint intervals) old: a state rebuilt after a
+        restart, or after its next checkpoint, folds in this stream's intervals after its
+        last published checkpoint, less the windows between them, which ``keep`` covers
+        beyond that span. A checkpoint that falls further behind (slow or failing writes)
+        holds this stream's blocks back with it: stored, and kept by their clients (which
+        wait at their ``max_kept_blocks``), instead of lost to the rebuild."""
+        hold: tuple[Time, str] | None = None
+        for state in self._states_downstream():
+            floor = state._replay_floor()
+            if floor is not None and (hold is None or floor + state._replay_span() < hold[0]):
+                hold = (floor + state._replay_span(), state._label)
+        return None if hold is None else (hold[0] - keep, hold[1])
+
+    def _commit_horizon(self, time: Time, keep: Duration) -> Time:
+        """Blocks of intervals at or before the returned time are read by no recomputation
+        a driver restarted from the record of ``time``'s completion makes (they can be
+        committed)."""
+        usual = time + self._slide_duration - keep
+        hold = self._states_hold(keep)
+        if hold is None or hold[0] >= usual:
+            self._held_by = None
+            return usual
+        through, held_by = hold
+        if held_by != self._held_by:
+            log.warning(
+                "%s: blocks after %s are not committed yet: the last checkpoint of %s is too "
+                "far behind interval %s, and a restart would rebuild it from there; its "
+                "clients keep those blocks until a newer checkpoint is written",
+                self._label,
+                through,
+                held_by,
+                time,
+            )
+        self._held_by = held_by
+        return through
+
     def _release_commits(self) -> None:
         with self._state_lock:
             keys, self._to_commit = self._to_commit, []
@@ -592,9 +649,11 @@ class ReceiverInputDStream(InputDStream):
     def _clear_metadata(self, time: Time) -> None:
         super()._clear_metadata(time)
         keep = self._remember_duration or self._slide_duration
+        hold = self._states_hold(keep)
+        forget = time - keep if hold is None else min(time - keep, hold[0])
         dropped: list[StoredBlock] = []
         with self._state_lock:
-            for t in [t for t in self._intervals if t <= time - keep]:
+            for t in [t for t in self._intervals if t <= forget]:
                 for block in self._intervals.pop(t):
                     self._known.pop(block.key, None)
                     dropped.append(block)

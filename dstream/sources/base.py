@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
 
     from dstream.context import StreamingContext
+    from dstream.streams.base import DStreamCore
+    from dstream.streams.state_base import StateStream
 
 __all__ = ["InputDStream", "generated_partitions"]
 
@@ -85,6 +87,7 @@ class InputDStream(DStream[Any]):
         "_counter",
         "_counter_lock",
         "_latest",
+        "_downstream_states",
     )
 
     def _init_transient(self) -> None:
@@ -93,10 +96,32 @@ class InputDStream(DStream[Any]):
         self._counter: Accumulator[dict[tuple[int, int], int]] | None = None
         self._counter_lock = threading.Lock()
         self._latest: Time | None = None
+        self._downstream_states: list[StateStream] | None = None
 
     @property
     def _slide_duration(self) -> Duration:
         return self._graph_batch
+
+    # ---- how long input is kept for the states downstream -------------------------------
+    def _states_downstream(self) -> list[StateStream]:
+        """The state streams whose rebuilds may read this source (found once, from the graph)."""
+        if self._downstream_states is None:
+            from dstream.streams.state_base import StateStream
+
+            def reads_me(stream: DStreamCore[Any], seen: set[int]) -> bool:
+                if stream is self:
+                    return True
+                if id(stream) in seen:
+                    return False
+                seen.add(id(stream))
+                return any(reads_me(p, seen) for p in stream._dependencies)
+
+            self._downstream_states = [
+                s
+                for s in self._ssc._graph.streams
+                if isinstance(s, StateStream) and reads_me(s, set())
+            ]
+        return self._downstream_states
 
     # ---- what a source implements ---------------------------------------------------------
     def _read(self, time: Time) -> RDD[Any] | None:

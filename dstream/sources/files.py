@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.context import StreamingContext
-    from dstream.streams.base import DStreamCore
 
 __all__ = [
     "FileInputDStream",
@@ -100,7 +99,6 @@ class FileInputDStream(InputDStream):
         "_decided",
         "_listed_until",
         "_restored",
-        "_downstream_states",
     )
 
     def _init_transient(self) -> None:
@@ -117,7 +115,6 @@ class FileInputDStream(InputDStream):
         # again (a new listing could hand a file another interval already read).
         self._listed_until: Time | None = None
         self._restored = False
-        self._downstream_states: list[Any] | None = None
 
     def _validate(self) -> None:
         if not self._fs.is_dir(self._directory):
@@ -271,26 +268,6 @@ class FileInputDStream(InputDStream):
         self._restored = True
 
     # ---- how long records are kept --------------------------------------------------------
-    def _states_downstream(self) -> list[Any]:
-        """The state streams whose rebuilds may read this source (found once, from the graph)."""
-        if self._downstream_states is None:
-            from dstream.streams.state_base import StateStream
-
-            def reads_me(stream: DStreamCore[Any], seen: set[int]) -> bool:
-                if stream is self:
-                    return True
-                if id(stream) in seen:
-                    return False
-                seen.add(id(stream))
-                return any(reads_me(p, seen) for p in stream._dependencies)
-
-            self._downstream_states = [
-                s
-                for s in self._ssc._graph.streams
-                if isinstance(s, StateStream) and reads_me(s, set())
-            ]
-        return self._downstream_states
-
     def _record_horizon(self, time: Time) -> Time:
         """Records of intervals at or before the returned time are no longer needed."""
         keep = self._remember_duration or self._slide_duration

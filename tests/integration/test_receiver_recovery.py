@@ -12,15 +12,20 @@ their client had not been told to forget them and sends them again too."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import socket
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.receiver import createStream
 from dstream.receiver.client import ReceiverClient
+from testbed.drivers import wait_for
 
 B = 1000
 SECRET = b"recovery-test-secret-0123456789"
@@ -177,3 +182,89 @@ def test_blocks_of_a_client_that_does_not_come_back_are_waited_for_then_skipped(
     # Interval 2 again, with the blocks of the client that came back, and only those.
     assert after[2000] == sorted(f"stays-2-{j}" for j in range(5))
     assert after[3000] == [] and after[4000] == []
+
+
+def counting(sc: Any, clock: ManualClock, port: int, ckpt: Path) -> StreamingContext:
+    """A running count checkpointed every interval; its value per interval in COUNTS."""
+    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    ssc.checkpoint(str(ckpt))
+    lines = createStream(ssc, SECRET, port, recoveryWait=60)
+    total = lines.map(lambda r: ("n", 1)).updateStateByKey(lambda new, old: (old or 0) + sum(new))
+    total.checkpoint(1)  # its replay span: 3 intervals
+    total.foreachRDD(lambda t, rdd: COUNTS.__setitem__(t.ms, rdd.collect()))
+    return ssc
+
+
+COUNTS: dict[int, Any] = {}
+
+
+def test_a_checkpoint_that_falls_behind_holds_the_commits_back(
+    sc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The running count's checkpoint writes hang for 8 intervals: a driver restarted then
+    rebuilds the count from the start, so no block may be committed meanwhile (before, those
+    older than 3 intervals were, and the restart lost them). The driver is killed (its
+    checkpoint directory copied at interval 8, its listener cut off) and restarted from the
+    copy: the client sends all 8 blocks again and the count is exact. Once checkpoints are
+    written again, the commits catch up."""
+    from dstream.streams.state_base import StateStream
+
+    gate = threading.Event()
+    write = StateStream._checkpoint_now
+
+    def hanging(self: StateStream, time: Time, rdd: Any) -> None:
+        assert gate.wait(120), "the test never let the checkpoint through"
+        write(self, time, rdd)
+
+    monkeypatch.setattr(StateStream, "_checkpoint_now", hanging)
+    COUNTS.clear()
+    ckpt, copy = tmp_path / "ckpt", tmp_path / "crash"
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    clock = ManualClock(0)
+    first = counting(sc, clock, port, ckpt)
+    first.start()
+    client = ReceiverClient([("127.0.0.1", port)], SECRET, block_records=4, retry_delay=0.2)
+
+    def interval(ssc: StreamingContext, clock: ManualClock, i: int) -> None:
+        for j in range(4):
+            client.send(f"r{i}-{j}")
+        assert client.wait_stored(60)
+        clock.advance(B)
+        assert ssc.wait_for_batch(Time(i * B), 120)
+
+    resumed = None
+    try:
+        with caplog.at_level(logging.WARNING, logger="dstream.receiver.source"):
+            for i in range(1, 9):
+                interval(first, clock, i)
+        assert COUNTS[8000] == [("n", 32)]
+        # Without the hold, blocks 1-4 would be committed by now (3 intervals of replay
+        # span and one of slide before interval 8).
+        assert client.kept_blocks == 8
+        assert any("is too far behind" in r.getMessage() for r in caplog.records)
+        shutil.copytree(ckpt, copy)  # the crash, with no checkpoint of the count on record
+        first._graph.inputs[0]._kill_listener(0)
+        gate.set()
+        first.stop(stopSparkContext=False)
+
+        COUNTS.clear()
+        clock2 = ManualClock(8 * B)
+        resumed = StreamingContext.getOrCreate(
+            str(copy), lambda: counting(sc, clock2, port, copy), sc, rebuildGraph=True
+        )
+        assert resumed._restored_from is not None
+        resumed.start()
+        for i in range(9, 13):
+            interval(resumed, clock2, i)
+            assert resumed._checkpointer is not None and resumed._checkpointer.wait_idle(60)
+        # The count rebuilt from the start, with the 8 blocks the client sent again.
+        assert COUNTS[9000] == [("n", 36)] and COUNTS[12000] == [("n", 48)]
+        # Checkpoints written each interval again: the commits trail by the usual span.
+        wait_for(lambda: client.kept_blocks <= 5, 60, "the commits catching up", 0.05)
+    finally:
+        gate.set()
+        client.close()
+        for ssc in (first, resumed):
+            if ssc is not None:
+                ssc.stop(stopSparkContext=False)
