@@ -118,7 +118,8 @@ def createDirectStream(
       ``driverTimeout``: seconds the driver waits for offsets when it plans an interval
       (an interval whose partitions do not answer reads nothing of them; they are read
       by the next one). ``rangesRemember``: how long each interval's ranges are kept for
-      recomputation — above the state checkpoint interval.
+      recomputation at least; they are also kept while a state downstream may be rebuilt
+      from its last checkpoint (one whose writes lag or fail holds them).
     """
     require_client()
     params, topic_list, offsets, options = _common(

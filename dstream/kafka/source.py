@@ -282,10 +282,16 @@ class KafkaInputDStream(InputDStream):
 
     def _clear_metadata(self, time: Time) -> None:
         super()._clear_metadata(time)
-        # Ranges are a few numbers per partition: keep them at least `ranges_remember`, so an
-        # interval since the last state checkpoint can be recomputed after a driver restart.
-        keep = max(self._remember_duration or self._slide_duration, self._options.ranges_remember)
+        # Ranges are a few numbers per partition: keep them at least `ranges_remember`, and
+        # while a state downstream may rebuild from its last checkpoint (one that lags or
+        # fails holds them), so an interval since that checkpoint can be recomputed after a
+        # driver restart.
+        window = self._remember_duration or self._slide_duration
+        forget = time - max(window, self._options.ranges_remember)
+        floor = self._states_floor()
+        if floor is not None:
+            forget = min(forget, floor - window)
         with self._state_lock:
-            for t in [t for t in self._ranges if t <= time - keep]:
+            for t in [t for t in self._ranges if t <= forget]:
                 del self._ranges[t]
                 self._notes.pop(t, None)

@@ -123,6 +123,15 @@ class InputDStream(DStream[Any]):
             ]
         return self._downstream_states
 
+    def _states_floor(self) -> Time | None:
+        """The oldest replay floor of the states downstream (None: no state reads this
+        source): a state rebuilt now, or by a driver restarted now, folds in its parent's
+        intervals after its floor (its last published checkpoint, or the start), and that
+        parent may be a window over this source reaching back up to this stream's remember
+        duration before it. A checkpoint that lags or fails holds the floor back with it."""
+        floors = (s._replay_floor() for s in self._states_downstream())
+        return min((f for f in floors if f is not None), default=None)
+
     # ---- what a source implements ---------------------------------------------------------
     def _read(self, time: Time) -> RDD[Any] | None:
         """The RDD of the interval ending at ``time``."""

@@ -272,13 +272,8 @@ class FileInputDStream(InputDStream):
         """Records of intervals at or before the returned time are no longer needed."""
         keep = self._remember_duration or self._slide_duration
         horizon = min(time - self._remember_window, time - keep)
-        for state in self._states_downstream():
-            floor = state._replay_floor()
-            if floor is not None:
-                # A state's parent may be a window over this source: it reads up to the
-                # window (which is within this stream's remember duration) before its floor.
-                horizon = min(horizon, floor - keep)
-        return horizon
+        floor = self._states_floor()
+        return horizon if floor is None else min(horizon, floor - keep)
 
     def _clear_metadata(self, time: Time) -> None:
         super()._clear_metadata(time)

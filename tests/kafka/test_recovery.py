@@ -8,9 +8,12 @@ newer records), the next interval starts where it ended, and the running counts 
 from __future__ import annotations
 
 import shutil
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.kafka import createDirectStream
@@ -103,4 +106,66 @@ def test_a_restarted_driver_rereads_exactly_the_recorded_ranges(
     everything = Counter(v for i in values for v in values[i])
     assert everything == Counter(v for batch in sent for _, v in batch)  # each exactly once
     totals = dict(eval(line) for line in lines(out2 / f"totals-{5 * B}"))
+    assert totals == dict(Counter(k for batch in sent for k, _ in batch))
+
+
+def test_ranges_since_a_lagging_checkpoint_are_kept_for_a_restart(
+    sc: Any,
+    kafka_broker: KafkaBroker,
+    new_topic: Any,
+    writer: Writer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The running counts' checkpoint writes hang for 6 intervals, longer than the ranges
+    are otherwise kept (the window of its replay span; rangesRemember 1 s): a driver
+    restarted then rebuilds the counts from the start, so every interval's offset ranges
+    must still be on record. The restart from a copy taken at interval 6 reads them all
+    again, and the counts are exact."""
+    from dstream.streams.state_base import StateStream
+
+    gate = threading.Event()
+    write = StateStream._checkpoint_now
+
+    def hanging(self: StateStream, time: Time, rdd: Any) -> None:
+        assert gate.wait(120), "the test never let the checkpoint through"
+        write(self, time, rdd)
+
+    monkeypatch.setattr(StateStream, "_checkpoint_now", hanging)
+    topic = new_topic(2)
+    ckpt, copy, out = tmp_path / "ckpt", tmp_path / "crash", tmp_path / "out"
+
+    def counts(clock: ManualClock, directory: Path) -> StreamingContext:
+        ssc = StreamingContext(sc, Duration(B), clock=clock)
+        ssc.checkpoint(str(directory))
+        kafka = {"bootstrap.servers": kafka_broker.bootstrap, "auto.offset.reset": "earliest"}
+        events = createDirectStream(ssc, [topic], kafka, rangesRemember="1s")
+        totals = events.updateStateByKey(lambda new, old: (old or 0) + len(new))
+        totals.checkpoint(1)  # its replay span: 3 intervals
+        totals.saveAsTextFiles(f"{out}/totals")
+        return ssc
+
+    clock = ManualClock(0)
+    first = counts(clock, ckpt)
+    first.start()
+    sent = []
+    try:
+        for i in range(1, 7):
+            sent.append(writer.send(topic, records(f"i{i}", 10 + i)))
+            clock.advance(B)
+            assert first.wait_for_batch(Time(i * B), 120)
+        shutil.copytree(ckpt, copy)  # the crash, with no checkpoint of the counts on record
+    finally:
+        gate.set()
+        first.stop(stopSparkContext=False)
+
+    sent.append(writer.send(topic, records("after", 5)))
+    clock2 = ManualClock(6 * B)
+    resumed = StreamingContext.getOrCreate(
+        str(copy), lambda: counts(clock2, copy), sc, rebuildGraph=True
+    )
+    assert resumed._restored_from is not None
+    run(resumed, clock2, 7)
+    resumed.stop(stopSparkContext=False)
+    totals = dict(eval(line) for line in lines(out / f"totals-{7 * B}"))
     assert totals == dict(Counter(k for batch in sent for k, _ in batch))
