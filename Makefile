@@ -9,7 +9,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim minicluster kafka browser run video traffic lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim executor-archive minicluster kafka browser run video traffic lint test test-fast clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,11 @@ $(STAMP): pyproject.toml requirements.lock
 
 shim: setup
 	PY=$(PY) bash jvm-shim/build.sh
+
+# The class-data-sharing archive local-cluster executors start from (~2 s less CPU each;
+# jvm-shim/executor_archive.py); rebuilt only when the JVM or pyspark's jars change.
+executor-archive: shim
+	$(PY) jvm-shim/executor_archive.py
 
 minicluster: setup
 	bash jvm-shim/minicluster/build.sh
@@ -56,7 +61,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim minicluster kafka browser lint clean-install-smoke
+test: shim executor-archive minicluster kafka browser lint clean-install-smoke
 	$(PY) -m pytest -q
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,
