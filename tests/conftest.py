@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -34,6 +36,24 @@ def sc() -> Iterator[object]:
     context.setLogLevel("ERROR")
     yield context
     context.stop()
+
+
+@pytest.fixture
+def hung_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """State checkpoint writes hang until the returned event is set, then go through (a
+    slow or failing checkpoint store); set at the end of the test in any case."""
+    from dstream.streams.state_base import StateStream
+
+    gate = threading.Event()
+    write = StateStream._checkpoint_now
+
+    def hanging(self: StateStream, time: Any, rdd: Any) -> None:
+        assert gate.wait(120), "the test never let the checkpoint through"
+        write(self, time, rdd)
+
+    monkeypatch.setattr(StateStream, "_checkpoint_now", hanging)
+    yield gate
+    gate.set()
 
 
 @pytest.fixture(autouse=True)

@@ -199,7 +199,7 @@ COUNTS: dict[int, Any] = {}
 
 
 def test_a_checkpoint_that_falls_behind_holds_the_commits_back(
-    sc: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    sc: Any, tmp_path: Path, hung_checkpoints: threading.Event, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The running count's checkpoint writes hang for 8 intervals: a driver restarted then
     rebuilds the count from the start, so no block may be committed meanwhile (before, those
@@ -207,16 +207,7 @@ def test_a_checkpoint_that_falls_behind_holds_the_commits_back(
     checkpoint directory copied at interval 8, its listener cut off) and restarted from the
     copy: the client sends all 8 blocks again and the count is exact. Once checkpoints are
     written again, the commits catch up."""
-    from dstream.streams.state_base import StateStream
-
-    gate = threading.Event()
-    write = StateStream._checkpoint_now
-
-    def hanging(self: StateStream, time: Time, rdd: Any) -> None:
-        assert gate.wait(120), "the test never let the checkpoint through"
-        write(self, time, rdd)
-
-    monkeypatch.setattr(StateStream, "_checkpoint_now", hanging)
+    gate = hung_checkpoints
     COUNTS.clear()
     ckpt, copy = tmp_path / "ckpt", tmp_path / "crash"
     with socket.create_server(("127.0.0.1", 0)) as probe:

@@ -13,8 +13,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.kafka import createDirectStream
 from testbed.kafka import KafkaBroker
@@ -115,23 +113,14 @@ def test_ranges_since_a_lagging_checkpoint_are_kept_for_a_restart(
     new_topic: Any,
     writer: Writer,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    hung_checkpoints: threading.Event,
 ) -> None:
     """The running counts' checkpoint writes hang for 6 intervals, longer than the ranges
     are otherwise kept (the window of its replay span; rangesRemember 1 s): a driver
     restarted then rebuilds the counts from the start, so every interval's offset ranges
     must still be on record. The restart from a copy taken at interval 6 reads them all
     again, and the counts are exact."""
-    from dstream.streams.state_base import StateStream
-
-    gate = threading.Event()
-    write = StateStream._checkpoint_now
-
-    def hanging(self: StateStream, time: Time, rdd: Any) -> None:
-        assert gate.wait(120), "the test never let the checkpoint through"
-        write(self, time, rdd)
-
-    monkeypatch.setattr(StateStream, "_checkpoint_now", hanging)
+    gate = hung_checkpoints
     topic = new_topic(2)
     ckpt, copy, out = tmp_path / "ckpt", tmp_path / "crash", tmp_path / "out"
 
