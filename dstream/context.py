@@ -393,6 +393,8 @@ class StreamingContext:
         self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
         for source in self._graph.inputs:
             source._start()
+        if self._restored_from is None:
+            self._coordinator.program_started()
         self._scheduler = scheduler
         scheduler.start(first)
 
@@ -410,6 +412,10 @@ class StreamingContext:
         parts += [(f"input {s._id}", s._stop) for s in self._graph.inputs]
         if self._monitor is not None:
             parts.append(("executor monitor", self._monitor.stop))
+        lease, coordinator = self._lease, self._coordinator
+        fresh = self._restored_from is None
+        if lease is not None and fresh and (coordinator is None or not coordinator.records_written):
+            parts.append(("lease of a program never recorded", lease.release))
         parts.append(("listener bus", self._bus.stop))
         if self._web_ui is not None:
             parts.append(("Streaming tab", self._web_ui.stop))

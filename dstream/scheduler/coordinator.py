@@ -108,8 +108,17 @@ class BatchCoordinator:
             self._names = journal_names(graph.streams)
         # Checkpoints referenced by the records still on disk: not to be deleted.
         self._recent_refs: list[dict[int, int]] = []
+        self.records_written = 0
 
     # ---- hooks (the scheduler's event loop) ---------------------------------------------------
+    def program_started(self) -> None:
+        """Before ``start()`` returns, a fresh program's first record: its zero time, its
+        program and where each source starts (a file source's start, Kafka's "latest"
+        positions), before any interval exists. From here on a restarted driver resumes
+        this program; without it, a driver killed before its first interval came back as a
+        new program with a later zero time, and never read the input that arrived between."""
+        self._write(Progress(generated=None, completed=None, pending=()))
+
     def batch_generated(self, time: Time, progress: Progress) -> None:
         """Before any job of ``time`` runs: its input is on record before any output of it."""
         self._write(progress)
@@ -162,6 +171,7 @@ class BatchCoordinator:
             )
         )
         self._recent_refs = [*self._recent_refs[-2:], refs]
+        self.records_written += 1
 
     def _delete_unused_checkpoints(self) -> None:
         for stream in self._graph.streams:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.settings import StreamingSettings
 from dstream.storage.graph_pickle import loads_graph
-from dstream.storage.journal import JournalRecord, MetadataJournal
+from dstream.storage.journal import CheckpointDirectoryError, JournalRecord, MetadataJournal
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ def recover(
     journal.check_directory(create=False)
     latest = journal.read_latest()
     if latest is None:
+        _refuse_unrecorded_owners(journal, path)
         return set_up(setup, path)
     record = latest.record
     saved = StreamingSettings.from_bytes(record.settings)
@@ -90,6 +91,25 @@ def recover(
     restore_into(ssc, record, rebuild_graph=rebuild_graph)
     ssc._journal = journal
     return ssc
+
+
+def _refuse_unrecorded_owners(journal: MetadataJournal, path: str) -> None:
+    """A directory that a driver took but holds no record: that driver died inside
+    ``start()``, after taking the directory and before recording its program (a start()
+    that fails gives the directory back). Starting a new program here would take a later
+    zero time and count the input that arrived in between as already there, so this is
+    refused, never done silently."""
+    from dstream.storage.ownership import owners_on_record
+
+    owners = owners_on_record(journal.fs, path)
+    if owners:
+        raise CheckpointDirectoryError(
+            f"checkpoint directory {path} was taken by a driver ({owners[0]}) that left no "
+            "metadata record: it died inside start(), before its program was recorded, so "
+            "none of its intervals ran. A new program started here would not read the input "
+            "that arrived since then (newFilesOnly files, Kafka's 'latest'). To start afresh "
+            f"anyway, delete {path.rstrip('/')}/owners; or start from a new directory"
+        )
 
 
 def _needs_spark_to_reach(path: str, default_fs: Callable[[], str]) -> bool:

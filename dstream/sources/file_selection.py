@@ -74,15 +74,22 @@ def settled_at_restart(
     remember: Duration,
     recorded: Container[str],
     start: Time | None = None,
+    listed_until: Time | None = None,
 ) -> set[str]:
     """Files a restarted driver counts as decided before it (pure): those on record, those
-    older than the remember window (what is on record covers at least that window, so an
-    older file not on record was read before its record was pruned, or skipped) and, with
-    ``start`` (newFilesOnly), those modified before the program started."""
+    older than the remember window and modified before the last interval listed
+    (``listed_until``; what is on record covers at least that window, so an older file not
+    on record was read before its record was pruned, or skipped) and, with ``start``
+    (newFilesOnly), those modified before the program started. No interval listed (a
+    driver that died before its first one): nothing was read, so no age settles a file."""
     return {
         f.path
         for f in files
         if f.path in recorded
-        or batch_time.ms - f.modified_ms > remember.ms
+        or (
+            listed_until is not None
+            and f.modified_ms < listed_until.ms
+            and batch_time.ms - f.modified_ms > remember.ms
+        )
         or (start is not None and f.modified_ms < start.ms)
     }

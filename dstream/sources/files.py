@@ -189,7 +189,9 @@ class FileInputDStream(InputDStream):
         if self._decided is None:  # the first listing after a restart
             recorded = {p for ps in self._batch_files.values() for p in ps}
             start = self._zero_time if self._new_files_only else None
-            self._decided = settled_at_restart(listed, time, remember, recorded, start)
+            self._decided = settled_at_restart(
+                listed, time, remember, recorded, start, self._listed_until
+            )
             unrecorded = len(self._decided - recorded)
             if unrecorded:
                 log.info(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from dstream.errors import DStreamError
 from dstream.storage.filesystem import FileSystem, join, publish
 
-__all__ = ["FencedError", "Lease", "claim"]
+__all__ = ["FencedError", "Lease", "claim", "owners_on_record"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,20 @@ class Lease:
                 f"driver (epoch {self.epoch}, pid {os.getpid()}) stops before {what}. Stop one "
                 "of the two: only one driver may run a program's checkpoint directory"
             )
+
+    def release(self) -> None:
+        """Remove this driver's epoch: for a start() that failed before its program was
+        recorded, so that the directory shows no trace of a program that never ran."""
+        self.fs.delete(_path(self._owners, self.epoch))
+
+
+def owners_on_record(fs: FileSystem, directory: str) -> list[str]:
+    """The drivers that took ``directory``, newest first, as people read them (empty when
+    none did)."""
+    owners = join(directory, "owners")
+    if not fs.exists(owners):
+        return []
+    return [f"epoch {e} ({_describe(fs, _path(owners, e))})" for e in reversed(_epochs(fs, owners))]
 
 
 def claim(fs: FileSystem, directory: str) -> Lease:

@@ -158,3 +158,36 @@ def test_ranges_since_a_lagging_checkpoint_are_kept_for_a_restart(
     resumed.stop(stopSparkContext=False)
     totals = dict(eval(line) for line in lines(out / f"totals-{7 * B}"))
     assert totals == dict(Counter(k for batch in sent for k, _ in batch))
+
+
+def test_latest_is_where_the_first_start_began_after_a_crash_before_the_first_interval(
+    sc: Any, kafka_broker: KafkaBroker, new_topic: Any, writer: Writer, tmp_path: Path
+) -> None:
+    """The "latest" position is the log end at the first start(): a driver killed before its first
+    interval resumes from there, and reads what was produced while it was down (a new
+    program would start at the log end of its own start and never read it)."""
+    topic = new_topic(2)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    before = writer.send(topic, records("before-start", 11))
+
+    def setup(clock: ManualClock) -> StreamingContext:
+        ssc = StreamingContext(sc, Duration(B), clock=clock)
+        ssc.checkpoint(str(ckpt))
+        kafka = {"bootstrap.servers": kafka_broker.bootstrap}  # auto.offset.reset: latest
+        values = createDirectStream(ssc, [topic], kafka).map(lambda kv: kv[1])
+        values.saveAsTextFiles(f"{out}/values")
+        return ssc
+
+    first = setup(ManualClock(200))
+    first.start()
+    first.stop(stopSparkContext=False)  # as a kill before the first interval leaves it
+    down = writer.send(topic, records("while-down", 23))
+
+    clock = ManualClock(3 * B + 200)
+    resumed = StreamingContext.getOrCreate(str(ckpt), lambda: setup(clock), clock=clock)
+    assert resumed._restored_from is not None
+    run(resumed, clock, 4)
+    resumed.stop(stopSparkContext=False)
+    read = Counter(v for i in range(1, 5) for v in lines(out / f"values-{i * B}"))
+    assert read == Counter(v for _, v in down)  # everything since the start, once
+    assert not set(read) & {v for _, v in before}

@@ -69,11 +69,31 @@ def test_a_restarted_driver_settles_what_is_on_record_or_older_than_the_window()
         f("old", t - 60_001),  # older than the window, not on record: read before
         f("before-start", t - 50_000),
     ]
-    settled = settled_at_restart(files, Time(t), REMEMBER, {"/in/recorded"})
+    listed = Time(t - 1000)  # the last interval listed before the restart
+    settled = settled_at_restart(files, Time(t), REMEMBER, {"/in/recorded"}, None, listed)
     assert settled == {"/in/recorded", "/in/old"}
     # With newFilesOnly, files modified before the program started were never new.
     start = Time(t - 40_000)
-    assert settled_at_restart(files, Time(t), REMEMBER, set(), start) == {
+    assert settled_at_restart(files, Time(t), REMEMBER, set(), start, listed) == {
         "/in/old",
         "/in/before-start",
     }
+
+
+def test_a_file_modified_after_the_last_listing_was_never_read_whatever_its_age() -> None:
+    t = 1_000_000
+    # The driver died long ago: the interval now run is far after the files, yet a file
+    # modified after the last interval listed cannot have been taken by it.
+    files = [f("before-listing", t - 90_000), f("after-listing", t - 70_000)]
+    settled = settled_at_restart(files, Time(t), REMEMBER, set(), None, Time(t - 80_000))
+    assert settled == {"/in/before-listing"}
+
+
+def test_a_driver_that_never_listed_read_nothing_so_no_age_settles_a_file() -> None:
+    # Killed after start() recorded the program, before its first interval: only the
+    # files there before the start (newFilesOnly) are settled, however old the rest are.
+    t = 1_000_000
+    files = [f("before-start", t - 200_000), f("after-start", t - 100_000)]
+    start = Time(t - 150_000)
+    assert settled_at_restart(files, Time(t), REMEMBER, set(), start, None) == {"/in/before-start"}
+    assert settled_at_restart(files, Time(t), REMEMBER, set(), None, None) == set()
