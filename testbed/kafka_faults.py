@@ -83,7 +83,10 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
             if how_many and batchStarted.batchInfo().batchTime().ms == at * B:
                 threading.Timer(args.kill_delay, kill_executors).start()
 
-    ssc.addStreamingListener(Faults())
+    if args.sink_topic:
+        write_with_a_kill(ssc, events, args, killed)
+    else:
+        ssc.addStreamingListener(Faults())
     stop, sent = threading.Event(), list[str]()
     producer = threading.Thread(
         target=produce, args=(args.bootstrap, args.topic, args.records, stop, sent)
@@ -129,6 +132,63 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
     }
 
 
+def write_with_a_kill(ssc: Any, events: Any, args: argparse.Namespace, killed: list[str]) -> None:
+    """saveToKafka after a shuffle, and the executor JVM running one of interval ``at``'s
+    write tasks killed in the middle of it: the task marks itself (its Python worker's pid)
+    after half its records and pauses, the driver kills the executor whose process tree
+    holds that pid. The retry writes the partition again, its records fetched from the
+    shuffle in another order."""
+    from pyspark import TaskContext
+
+    from dstream.kafka import saveToKafka
+    from testbed.processes import executor_pids, process_tree
+
+    _, at = args.kill
+    marks = tempfile.mkdtemp(prefix="dstream-writing-")
+    pause = threading.Event()
+
+    def mark_midway(time: Any, rdd: Any) -> Any:
+        if time.ms != at * B:
+            return rdd
+
+        def slowed(records: Any) -> Any:
+            items = list(records)
+            half = len(items) // 2
+            yield from items[:half]
+            task = TaskContext.get()
+            if task is not None and task.attemptNumber() == 0 and items:
+                with open(os.path.join(marks, f"{os.getpid()}"), "w") as f:
+                    f.write("")
+                threading.Event().wait(3.0)  # the killer's window
+            yield from items[half:]
+
+        return rdd.mapPartitions(slowed)
+
+    def killer() -> None:
+        sc = ssc.sparkContext
+        while not pause.wait(0.02):
+            found = os.listdir(marks)
+            if not found:
+                continue
+            worker = int(found[0])
+            for executor_id, pid in executor_pids(sc.applicationId).items():
+                if worker in process_tree(pid):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(executor_id)
+                    return
+
+    # One record per value, after a shuffle: the order within a reduce partition is the
+    # order its blocks are fetched in.
+    shuffled = events.map(lambda kv: (kv[1], kv[0])).reduceByKey(lambda a, b: a, 3)
+    saveToKafka(
+        shuffled.transform(mark_midway),
+        args.sink_topic,
+        {"bootstrap.servers": args.bootstrap},
+        name="faults",
+    )
+    threading.Thread(target=killer, daemon=True).start()
+
+
 def parse_kill(text: str) -> tuple[int, int]:
     n, sep, at = text.partition("@")
     if text == "0":
@@ -152,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--intervals", type=int, default=8, help="intervals before draining")
     p.add_argument("--kill", type=parse_kill, default=(1, 4), help="N@I: N executors at I")
     p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")
+    p.add_argument("--sink-topic", help="also saveToKafka here; kill mid-write at interval I")
     p.add_argument("--executors", type=int, default=3)
     p.add_argument("--executor-mb", type=int, default=640)
     args = p.parse_args(argv)

@@ -7,13 +7,16 @@ with a ManualClock.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+from testbed.kafka import KafkaBroker
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -65,3 +68,25 @@ def _no_streaming_context_outlives_its_test() -> Iterator[None]:
 
     while (leaked := StreamingContext.getActive()) is not None:
         leaked.stop(stopSparkContext=False)
+
+
+# ---- Kafka: one real broker (KRaft, loopback) for the whole session ---------------------
+_topic_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker() as broker:
+        yield broker
+
+
+@pytest.fixture
+def new_topic(kafka_broker: KafkaBroker) -> Callable[..., str]:
+    """``new_topic(partitions=1, **config)`` creates a topic no other test uses."""
+
+    def make(partitions: int = 1, **config: str) -> str:
+        name = f"t{next(_topic_names)}-{partitions}"
+        kafka_broker.create_topic(name, partitions, config)
+        return name
+
+    return make

@@ -7,20 +7,30 @@ carries the identity of what wrote it in its headers::
     dstream.output      the output's name (default "saveToKafka-<topic>")
     dstream.batch_ms    the interval's batch time, ms
     dstream.partition   the index of the RDD partition (task) that wrote it
-    dstream.record      the record's index within that partition
+    dstream.record      <digest>-<n>: a digest of the record's key and value bytes, and how
+                        many records of the partition with the same bytes came before it
 
-An interval's RDD is deterministic, so the same (batch, partition, record) is the same
-record however often it is written. It can be written more than once: a task retried after
-an executor loss, or an interval whose output was cut short by a driver crash and redone
-after the restart (an interval that completed is never written again: the output keeps a
-commit log, as ``save`` does). A consumer that needs exactly-once drops records whose
-identity (:func:`record_identity`) it has seen.
+An interval's RDD partition holds the same records on every computation, but not always in
+the same order: after a shuffle (``reduceByKey``...) the order within a reduce partition is
+the order its shuffle blocks were fetched, which differs between two computations on a
+cluster. The identity is therefore taken from the record itself, not its position: every
+computation of a partition gives the same set of identities, and one identity always names
+the same bytes (two records with equal bytes are told apart by ``n``, and either copy of
+them is the same record to a consumer).
+
+A record can be written more than once: a task retried after an executor loss, or an
+interval whose output was cut short by a driver crash and redone after the restart (an
+interval that completed is never written again: the output keeps a commit log, as ``save``
+does). A consumer that needs exactly-once drops records whose identity
+(:func:`record_identity`) it has seen; it needs no transactions (``read_uncommitted``, the
+default isolation, is fine).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dstream.functions import check_callable, guard
@@ -32,7 +42,7 @@ if TYPE_CHECKING:
     from dstream.dstream import DStream
     from dstream.time import Time
 
-__all__ = ["HEADERS", "record_identity", "saveToKafka"]
+__all__ = ["HEADERS", "named_records", "record_identity", "saveToKafka"]
 
 HEADERS = ("dstream.output", "dstream.batch_ms", "dstream.partition", "dstream.record")
 
@@ -60,10 +70,29 @@ def default_serializer(record: Any) -> tuple[bytes | None, bytes | None]:
     return None, _encode(record, "value")
 
 
-def record_identity(headers: Iterable[tuple[str, bytes]] | None) -> tuple[str, int, int, int]:
+def named_records(pairs: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any, str]]:
+    """Each serialized ``(key, value)`` (bytes, str or None) of one partition with its
+    ``dstream.record`` header, in order (pure): ``<digest>-<n>``, the digest of the key
+    and value bytes and the number of earlier records with the same bytes. Any order of
+    the same records gives the same set of names, and a name always stands for the same
+    bytes."""
+    seen: dict[bytes, int] = {}
+    for key, value in pairs:
+        h = hashlib.blake2b(digest_size=16)
+        for part in (key, value):  # None and b"" differ; the length keeps the split unique
+            data = part.encode() if isinstance(part, str) else part
+            h.update(b"N" if data is None else b"B%d:" % len(data) + data)
+        digest = h.digest()
+        n = seen.get(digest, 0)
+        seen[digest] = n + 1
+        yield key, value, f"{digest.hex()}-{n}"
+
+
+def record_identity(headers: Iterable[tuple[str, bytes]] | None) -> tuple[str, int, int, str]:
     """``(output, batch ms, partition, record)`` from a record's headers
     (``message.headers()`` of confluent-kafka, ``KafkaMessage.headers``): equal for every
-    copy of one record that saveToKafka wrote."""
+    copy of one record that saveToKafka wrote, and different for any two records of an
+    interval, however often and in whatever order its partitions were computed."""
     found = {k: v for k, v in headers or () if k in HEADERS}
     missing = [h for h in HEADERS if h not in found]
     if missing:
@@ -72,8 +101,8 @@ def record_identity(headers: Iterable[tuple[str, bytes]] | None) -> tuple[str, i
             "dstream.kafka.saveToKafka"
         )
     output = found["dstream.output"].decode()
-    batch, part, index = (int(found[h]) for h in HEADERS[1:])
-    return output, batch, part, index
+    batch, part = (int(found[h]) for h in HEADERS[1:3])
+    return output, batch, part, found["dstream.record"].decode()
 
 
 def _producer(settings: tuple[tuple[str, Any], ...]) -> Any:
@@ -109,9 +138,8 @@ def write_partition(
         ("dstream.partition", str(partition).encode()),
     ]
     n = 0
-    for n, record in enumerate(records, 1):
-        key, value = serialize(record)
-        headers = [*head, ("dstream.record", str(n - 1).encode())]
+    for n, (key, value, name) in enumerate(named_records(map(serialize, records)), 1):
+        headers = [*head, ("dstream.record", name.encode())]
         while True:
             try:
                 producer.produce(topic, value, key, headers=headers, on_delivery=delivered)

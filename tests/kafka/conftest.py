@@ -1,14 +1,13 @@
 """Fixtures for the Kafka tests: one real broker (KRaft, loopback) for the whole session,
 a fresh topic per test, and a producer that returns what it wrote.
 
-Every test in this directory gets the ``kafka`` marker (``pytest -m "not kafka"`` skips
+The broker and ``new_topic`` fixtures are in tests/conftest.py (tests/recovery uses them
+too). Every test in this directory gets the ``kafka`` marker (``pytest -m "not kafka"`` skips
 them). They need the broker's jars (``make kafka``) and confluent-kafka (the ``kafka``
 extra); without them the fixture fails with the command to fix it rather than skipping."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from testbed.kafka import KafkaBroker
 from tests.integration.conftest import Harness, harness  # noqa: F401  (the same fixture)
 
 HERE = Path(__file__).parent
-_names = itertools.count()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -26,24 +24,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.kafka)
-
-
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[KafkaBroker]:
-    with KafkaBroker() as broker:
-        yield broker
-
-
-@pytest.fixture
-def new_topic(kafka_broker: KafkaBroker) -> Callable[..., str]:
-    """``new_topic(partitions=1, **config)`` creates a topic no other test uses."""
-
-    def make(partitions: int = 1, **config: str) -> str:
-        name = f"t{next(_names)}-{partitions}"
-        kafka_broker.create_topic(name, partitions, config)
-        return name
-
-    return make
 
 
 class Writer:

@@ -61,9 +61,10 @@ def test_each_record_is_written_once_with_its_interval_identity(
         (None, b"plain value"),
         (None, b"another"),
     }
-    # (batch, partition, record) numbers each partition's records from 0.
-    first = sorted(i[2:] for i in identities if i[1] == 1000)
-    assert first == [(0, 0), (1, 0), (1, 1)]
+    # (batch, partition, record): the record is named by its bytes, the n-th of them.
+    first = sorted(i[2] for i in identities if i[1] == 1000)
+    assert first == [0, 1, 1]
+    assert all(i[3].endswith("-0") and len(i[3]) == 34 for i in identities)
 
 
 def test_a_stream_can_be_copied_from_one_topic_to_another(
