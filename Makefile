@@ -2,14 +2,17 @@
 #   make run    set up the environment and run the main job (streaming word count on local Spark)
 #   make video  the video-analytics monitor on its event generator for a minute (apps/video_monitor.py)
 #   make test   set up, build the JVM pieces, install Chromium (the Streaming tab's browser tests),
-#               lint, type-check and run the whole test suite
+#               lint, type-check and run the test suite (what CI runs)
+#   make test-fast  the pure-logic tests (no Spark), under a minute
+#   make test-full  make test, then the long fault runs (tests marked `full`, and the
+#               20-trial early-kill run)
 #   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup shim executor-archive minicluster kafka browser run video traffic lint test test-fast clean-install-smoke bench clean
+.PHONY: setup shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -61,8 +64,14 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: shim executor-archive minicluster kafka browser lint clean-install-smoke
-	$(PY) -m pytest -q
+TEST_DEPS := shim executor-archive minicluster kafka browser lint clean-install-smoke
+
+test: $(TEST_DEPS)
+	$(PY) -m pytest -q -m "not full"
+
+# The long variants: every test, the early-kill trials 20 times per source.
+test-full: $(TEST_DEPS)
+	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,
 # runs a program that touches every feature, from outside the source tree.

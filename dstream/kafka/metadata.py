@@ -54,8 +54,13 @@ class KafkaOffsets:
             else ck.IsolationLevel.READ_COMMITTED
         )
 
-    def snapshot(self, topics: Iterable[str], timeout_s: float) -> Snapshot:
-        """Partitions and their offsets, within ``timeout_s`` in all."""
+    def snapshot(
+        self, topics: Iterable[str], timeout_s: float, *, settle: bool = False
+    ) -> Snapshot:
+        """Partitions and their offsets, within ``timeout_s`` in all. With ``settle`` (a
+        stream's start, which needs every partition), a partition whose answer is a
+        retriable error (a new topic's leader not yet known to the broker asked:
+        NOT_LEADER_FOR_PARTITION) is asked again until the timeout."""
         ck = require_client()
         from confluent_kafka.admin import OffsetSpec
 
@@ -81,26 +86,49 @@ class KafkaOffsets:
             return snap
         answers: dict[str, dict[TP, int]] = {}
         for name, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest())):
-            request = {ck.TopicPartition(t, p): spec for t, p in partitions}
-            try:
-                futures = self._admin.list_offsets(
-                    request, isolation_level=self._isolation, request_timeout=_left(deadline)
-                )
-            except ck.KafkaException as exc:
-                snap.problems.append(f"list offsets ({name}): {exc.args[0]}")
-                return snap
             got: dict[TP, int] = {}
-            for ck_tp, future in futures.items():
-                try:
-                    offset = int(future.result(_left(deadline)).offset)
-                    got[(ck_tp.topic, ck_tp.partition)] = offset
-                except Exception as exc:
-                    snap.problems.append(f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}")
+            asked = list(partitions)
+            while True:
+                problems, retry = self._list_offsets(asked, spec, name, deadline, got)
+                if not (settle and retry) or _left(deadline) < 0.3:
+                    break
+                log.debug("asking again for %s offsets of %s: %s", name, retry, problems)
+                time.sleep(0.2)
+                asked = retry
+            snap.problems.extend(problems)
             answers[name] = got
         for tp in partitions:
             if tp in answers["earliest"] and tp in answers["latest"]:
                 snap.available[tp] = (answers["earliest"][tp], answers["latest"][tp])
         return snap
+
+    def _list_offsets(
+        self, partitions: list[TP], spec: Any, name: str, deadline: float, got: dict[TP, int]
+    ) -> tuple[list[str], list[TP]]:
+        """Ask the ``spec`` offsets of ``partitions`` into ``got``; returns what went wrong
+        and the partitions whose error is retriable."""
+        ck = require_client()
+        request = {ck.TopicPartition(t, p): spec for t, p in partitions}
+        try:
+            futures = self._admin.list_offsets(
+                request, isolation_level=self._isolation, request_timeout=_left(deadline)
+            )
+        except ck.KafkaException as exc:
+            return [f"list offsets ({name}): {exc.args[0]}"], []
+        problems: list[str] = []
+        retry: list[TP] = []
+        for ck_tp, future in futures.items():
+            tp = (ck_tp.topic, ck_tp.partition)
+            try:
+                got[tp] = int(future.result(_left(deadline)).offset)
+            except Exception as exc:
+                problems.append(f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}")
+                error = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else None
+                if isinstance(error, ck.KafkaError) and (
+                    error.retriable() or error.code() in _SETTLING
+                ):
+                    retry.append(tp)
+        return problems, retry
 
     def commit(self, ranges: Iterable[OffsetRange]) -> None:
         """Record ``untilOffset`` of each range as the consumer group's committed offset,
@@ -129,6 +157,11 @@ class KafkaOffsets:
         if exc is not None:
             # Only monitoring depends on it: the stream's own positions are in the journal.
             log.warning("committing offsets of group %s failed: %s", self._group, exc)
+
+
+# Errors a partition answers with while its leadership settles (a new topic, a broker that
+# just restarted); the broker's error carries no retriable flag, so they are named here.
+_SETTLING = frozenset({5, 6})  # LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION
 
 
 def _left(deadline: float) -> float:

@@ -141,7 +141,7 @@ class KafkaInputDStream(InputDStream):
         if not fresh:
             return
         timeout = max(30.0, self._options.driver_timeout_s)
-        snap = self._client().snapshot(fresh, timeout)
+        snap = self._client().snapshot(fresh, timeout, settle=True)
         servers = self._params["bootstrap.servers"]
         if snap.missing_topics:
             raise ValueError(

@@ -37,16 +37,22 @@ def scenario(workload: str, intervals: int, kills: list[str], *extra: str) -> li
 
 
 @pytest.mark.parametrize(
-    ("workload", "intervals", "kill_at"),
+    ("workload", "intervals", "kill_at", "extra"),
     [
-        # 30 s window with the inverse, checkpoints every 10 s: the kill at 25 s loses state
-        # partitions built since the checkpoint at 20 s, and cached inputs the window needs.
-        ("wordcount", 45, 25),
-        ("grep", 15, 8),
+        # A 6 s window with the inverse, checkpoints every 2 s: the kill at 7 s loses state
+        # partitions built since the checkpoint at 6 s, and cached inputs the window needs.
+        ("wordcount", 12, 7, ("--window", "6", "--checkpoint", "2")),
+        # The paper's shape (make test-full): a 30 s window, checkpoints every 10 s, the
+        # kill at 25 s.
+        pytest.param("wordcount", 45, 25, (), marks=pytest.mark.full),
+        ("grep", 10, 6, ()),
     ],
 )
-def test_killed_executors_change_no_output(workload: str, intervals: int, kill_at: int) -> None:
-    reference, one, two = scenario(workload, intervals, ["0", f"1@{kill_at}", f"2@{kill_at}"])
+def test_killed_executors_change_no_output(
+    workload: str, intervals: int, kill_at: int, extra: tuple[str, ...]
+) -> None:
+    kills = ["0", f"1@{kill_at}", f"2@{kill_at}"]
+    reference, one, two = scenario(workload, intervals, kills, *extra)
     assert reference["killed"] == []
     assert len(reference["outputs"]) == intervals
     assert any(reference["outputs"].values()), "the workload produced nothing to compare"

@@ -236,8 +236,8 @@ def test_record_identity_reads_the_headers_saveToKafka_writes() -> None:
         ("dstream.output", b"out"),
         ("dstream.batch_ms", b"3000"),
         ("dstream.partition", b"2"),
-        ("dstream.record", b"17"),
+        ("dstream.record", b"0f1e-1"),
     ]
-    assert record_identity(headers) == ("out", 3000, 2, 17)
+    assert record_identity(headers) == ("out", 3000, 2, "0f1e-1")
     with pytest.raises(ValueError, match=r"not written by dstream\.kafka\.saveToKafka"):
         record_identity([("other", b"x")])
