@@ -33,7 +33,10 @@ from typing import Any
 from testbed.processes import process_tree
 
 B = 1000  # ms per interval
-GREP_WORD = "the"
+# A word of about a third of the records (rank 3 of the rate source's vocabulary): every
+# interval counts a different number, so a lost or doubled partition shows. ("the", used
+# before, is not in the vocabulary: every count was 0.)
+GREP_WORD = "rihal"
 
 
 def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
@@ -58,6 +61,30 @@ def grep(ssc: Any, args: argparse.Namespace) -> Any:
     if args.task_ms:
         lines = lines.mapPartitions(_after_ms(args.task_ms), preservesPartitioning=True)
     return lines.filter(lambda line: GREP_WORD in line.split()).count()
+
+
+def grep_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[str, Any]:
+    """What :func:`grep` outputs on a run from time 0, computed in plain Python from the
+    rate source's own generator: ``outputs`` (interval -> [count]) and ``saved`` (the
+    ``--save`` directories' lines). Tests compare a faulty run with it instead of running
+    the workload a second time."""
+    from dstream.sources.rate import records_in_interval
+    from dstream.sources.textgen import generate_lines
+
+    outputs, saved = {}, {}
+    for i in range(1, intervals + 1):
+        t = i * B
+        total = records_in_interval(rate, t, B)
+        count = sum(
+            GREP_WORD in line.split()
+            for p in range(partitions)
+            for line in generate_lines(
+                hash((6, t, p)), total * (p + 1) // partitions - total * p // partitions, 100
+            )
+        )
+        outputs[str(t)] = [count]
+        saved[f"interval-{t}"] = [str(count)]
+    return {"outputs": outputs, "saved": saved}
 
 
 def _after_ms(ms: int) -> Any:

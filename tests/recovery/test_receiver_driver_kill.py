@@ -57,7 +57,7 @@ class Sending(threading.Thread):
     ("placement", "master"),
     [
         ("driver", "local[2]"),
-        ("executors", "local[2]"),
+        pytest.param("executors", "local[2]", marks=pytest.mark.full),
         # The receiver in an executor JVM of its own (killed with the driver's process
         # group); the restarted driver's receiver starts in a new executor, on the same port.
         ("executors", "local-cluster[2,1,1024]"),
