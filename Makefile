@@ -66,15 +66,12 @@ lint: setup
 
 TEST_DEPS := shim executor-archive minicluster kafka browser lint clean-install-smoke
 
-# Two test processes (pytest-xdist): the suite mostly waits on real processes and clocks.
-XDIST := -n 2 --dist loadgroup
-
 test: $(TEST_DEPS)
-	$(PY) -m pytest -q $(XDIST) -m "not full"
+	$(PY) -m pytest -q -m "not full"
 
 # The long variants: every test, the early-kill trials 20 times per source.
 test-full: $(TEST_DEPS)
-	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q $(XDIST)
+	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,
 # runs a program that touches every feature, from outside the source tree.

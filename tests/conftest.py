@@ -12,7 +12,6 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,21 +20,6 @@ from testbed.kafka import KafkaBroker
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-
-
-TESTS = Path(__file__).parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With pytest-xdist (``make test`` runs two processes, ``--dist loadgroup``), tests
-    that share an expensive fixture run in one process: a directory's session fixture (the
-    HDFS mini cluster, the Kafka broker) or a file's module fixture (a standalone cluster, a
-    browser's program); every file stays in one process, so its fault runs do not contend
-    with each other."""
-    for item in items:
-        rel = item.path.relative_to(TESTS)
-        group = rel.parts[0] if rel.parts[0] in ("hdfs", "kafka") else rel.as_posix()
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
