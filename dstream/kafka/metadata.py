@@ -87,15 +87,16 @@ class KafkaOffsets:
         answers: dict[str, dict[TP, int]] = {}
         for name, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest())):
             got: dict[TP, int] = {}
+            problems: dict[TP | None, str] = {}  # None: the request as a whole
             asked = list(partitions)
             while True:
-                problems, retry = self._list_offsets(asked, spec, name, deadline, got)
+                retry = self._list_offsets(asked, spec, name, deadline, got, problems)
                 if not (settle and retry) or _left(deadline) < 0.3:
                     break
-                log.debug("asking again for %s offsets of %s: %s", name, retry, problems)
+                log.debug("asking again for %s offsets of %s", name, retry)
                 time.sleep(0.2)
                 asked = retry
-            snap.problems.extend(problems)
+            snap.problems.extend(m for tp, m in problems.items() if tp not in got)
             answers[name] = got
         for tp in partitions:
             if tp in answers["earliest"] and tp in answers["latest"]:
@@ -103,10 +104,17 @@ class KafkaOffsets:
         return snap
 
     def _list_offsets(
-        self, partitions: list[TP], spec: Any, name: str, deadline: float, got: dict[TP, int]
-    ) -> tuple[list[str], list[TP]]:
-        """Ask the ``spec`` offsets of ``partitions`` into ``got``; returns what went wrong
-        and the partitions whose error is retriable."""
+        self,
+        partitions: list[TP],
+        spec: Any,
+        name: str,
+        deadline: float,
+        got: dict[TP, int],
+        problems: dict[TP | None, str],
+    ) -> list[TP]:
+        """Ask the ``spec`` offsets of ``partitions`` into ``got``, what went wrong into
+        ``problems`` (the latest per partition); returns the partitions whose error is
+        retriable."""
         ck = require_client()
         request = {ck.TopicPartition(t, p): spec for t, p in partitions}
         try:
@@ -114,21 +122,21 @@ class KafkaOffsets:
                 request, isolation_level=self._isolation, request_timeout=_left(deadline)
             )
         except ck.KafkaException as exc:
-            return [f"list offsets ({name}): {exc.args[0]}"], []
-        problems: list[str] = []
+            problems[None] = f"list offsets ({name}): {exc.args[0]}"
+            return []
         retry: list[TP] = []
         for ck_tp, future in futures.items():
             tp = (ck_tp.topic, ck_tp.partition)
             try:
                 got[tp] = int(future.result(_left(deadline)).offset)
             except Exception as exc:
-                problems.append(f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}")
+                problems[tp] = f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}"
                 error = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else None
                 if isinstance(error, ck.KafkaError) and (
                     error.retriable() or error.code() in _SETTLING
                 ):
                     retry.append(tp)
-        return problems, retry
+        return retry
 
     def commit(self, ranges: Iterable[OffsetRange]) -> None:
         """Record ``untilOffset`` of each range as the consumer group's committed offset,

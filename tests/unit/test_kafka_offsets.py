@@ -17,8 +17,9 @@ from dstream.kafka.metadata import KafkaOffsets  # noqa: E402
 class Admin:
     """An AdminClient whose partitions answer NOT_LEADER ``unsettled`` times first."""
 
-    def __init__(self, unsettled: int) -> None:
+    def __init__(self, unsettled: int, broken: int | None = None) -> None:
         self.unsettled = unsettled
+        self.broken = broken  # a partition that always answers a final error
         self.asked = 0
 
     def list_topics(self, topic: str, timeout: float) -> Any:
@@ -32,7 +33,10 @@ class Admin:
         answers = {}
         for tp in request:
             future: Future[Any] = Future()
-            if self.unsettled > 0:
+            if tp.partition == self.broken:
+                error = ck.KafkaError(ck.KafkaError.TOPIC_AUTHORIZATION_FAILED)
+                future.set_exception(ck.KafkaException(error))
+            elif self.unsettled > 0:
                 error = ck.KafkaError(ck.KafkaError.NOT_LEADER_FOR_PARTITION)
                 future.set_exception(ck.KafkaException(error))
             else:
@@ -60,3 +64,10 @@ def test_an_interval_does_not_wait_for_an_unsettled_partition() -> None:
     snap = offsets(Admin(unsettled=2)).snapshot(["t"], 10.0)
     assert snap.available == {}
     assert any("Not leader" in p or "NOT_LEADER" in p for p in snap.problems), snap.problems
+
+
+def test_a_final_error_of_one_partition_is_kept_while_another_settles() -> None:
+    snap = offsets(Admin(unsettled=2, broken=0)).snapshot(["t"], 10.0, settle=True)
+    assert snap.available == {("t", 1): (14, 14)}
+    assert len(snap.problems) == 2, snap.problems  # partition 0, for earliest and latest
+    assert all(p.startswith("t-0 ") for p in snap.problems), snap.problems
