@@ -37,6 +37,7 @@ B = 1000  # ms per interval
 # interval counts a different number, so a lost or doubled partition shows. ("the", used
 # before, is not in the vocabulary: every count was 0.)
 GREP_WORD = "rihal"
+GREP_SEED = 6
 
 
 def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
@@ -57,7 +58,7 @@ def grep(ssc: Any, args: argparse.Namespace) -> Any:
     """Records containing a word, counted per interval (stateless). With ``--task-ms``
     every task also waits that long first, as a task reading from a slow store would: the
     straggler runs need tasks whose length is set by the work, not by scheduling noise."""
-    lines = ssc.rateStream(args.rate, numPartitions=args.partitions, seed=6)
+    lines = ssc.rateStream(args.rate, numPartitions=args.partitions, seed=GREP_SEED)
     if args.task_ms:
         lines = lines.mapPartitions(_after_ms(args.task_ms), preservesPartitioning=True)
     return lines.filter(lambda line: GREP_WORD in line.split()).count()
@@ -68,8 +69,7 @@ def grep_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[s
     rate source's own generator: ``outputs`` (interval -> [count]) and ``saved`` (the
     ``--save`` directories' lines). Tests compare a faulty run with it instead of running
     the workload a second time."""
-    from dstream.sources.rate import records_in_interval
-    from dstream.sources.textgen import generate_lines
+    from dstream.sources.rate import partition_lines, records_in_interval
 
     outputs, saved = {}, {}
     for i in range(1, intervals + 1):
@@ -78,9 +78,7 @@ def grep_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[s
         count = sum(
             GREP_WORD in line.split()
             for p in range(partitions)
-            for line in generate_lines(
-                hash((6, t, p)), total * (p + 1) // partitions - total * p // partitions, 100
-            )
+            for line in partition_lines(GREP_SEED, t, p, partitions, total, 100)
         )
         outputs[str(t)] = [count]
         saved[f"interval-{t}"] = [str(count)]

@@ -145,7 +145,6 @@ def write_with_a_kill(ssc: Any, events: Any, args: argparse.Namespace, killed: l
 
     _, at = args.kill
     marks = tempfile.mkdtemp(prefix="dstream-writing-")
-    pause = threading.Event()
 
     def mark_midway(time: Any, rdd: Any) -> Any:
         if time.ms != at * B:
@@ -165,17 +164,14 @@ def write_with_a_kill(ssc: Any, events: Any, args: argparse.Namespace, killed: l
         return rdd.mapPartitions(slowed)
 
     def killer() -> None:
-        sc = ssc.sparkContext
-        while not pause.wait(0.02):
-            found = os.listdir(marks)
-            if not found:
-                continue
-            worker = int(found[0])
-            for executor_id, pid in executor_pids(sc.applicationId).items():
-                if worker in process_tree(pid):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(executor_id)
-                    return
+        while not (found := os.listdir(marks)):
+            threading.Event().wait(0.02)  # real time: the write task marks itself
+        worker = int(found[0])
+        for executor_id, pid in executor_pids(ssc.sparkContext.applicationId).items():
+            if worker in process_tree(pid):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(executor_id)
+                return
 
     # One record per value, after a shuffle: the order within a reduce partition is the
     # order its blocks are fetched in.

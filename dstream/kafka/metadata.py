@@ -97,6 +97,8 @@ class KafkaOffsets:
                 time.sleep(0.2)
                 asked = retry
             snap.problems.extend(m for tp, m in problems.items() if tp not in got)
+            if None in problems:  # the broker did not take the request: ask no more
+                return snap
             answers[name] = got
         for tp in partitions:
             if tp in answers["earliest"] and tp in answers["latest"]:
@@ -116,6 +118,9 @@ class KafkaOffsets:
         ``problems`` (the latest per partition); returns the partitions whose error is
         retriable."""
         ck = require_client()
+        # A leadership still settling (a new topic, a restarted broker): the broker's error
+        # carries no retriable flag.
+        settling = (ck.KafkaError.LEADER_NOT_AVAILABLE, ck.KafkaError.NOT_LEADER_FOR_PARTITION)
         request = {ck.TopicPartition(t, p): spec for t, p in partitions}
         try:
             futures = self._admin.list_offsets(
@@ -132,8 +137,12 @@ class KafkaOffsets:
             except Exception as exc:
                 problems[tp] = f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}"
                 error = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else None
+                settling = (
+                    ck.KafkaError.LEADER_NOT_AVAILABLE,
+                    ck.KafkaError.NOT_LEADER_FOR_PARTITION,
+                )
                 if isinstance(error, ck.KafkaError) and (
-                    error.retriable() or error.code() in _SETTLING
+                    error.retriable() or error.code() in settling
                 ):
                     retry.append(tp)
         return retry
@@ -165,11 +174,6 @@ class KafkaOffsets:
         if exc is not None:
             # Only monitoring depends on it: the stream's own positions are in the journal.
             log.warning("committing offsets of group %s failed: %s", self._group, exc)
-
-
-# Errors a partition answers with while its leadership settles (a new topic, a broker that
-# just restarted); the broker's error carries no retriable flag, so they are named here.
-_SETTLING = frozenset({5, 6})  # LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION
 
 
 def _left(deadline: float) -> float:

@@ -20,12 +20,21 @@ if TYPE_CHECKING:
 
     from dstream.context import StreamingContext
 
-__all__ = ["RateInputDStream", "records_in_interval"]
+__all__ = ["RateInputDStream", "partition_lines", "records_in_interval"]
 
 
 def records_in_interval(rate: int, end_ms: int, batch_ms: int) -> int:
     """How many records the interval ``[end - batch, end)`` holds at ``rate`` records/s."""
     return rate * end_ms // 1000 - rate * (end_ms - batch_ms) // 1000
+
+
+def partition_lines(
+    seed: int, end_ms: int, partition: int, partitions: int, total: int, record_bytes: int
+) -> list[str]:
+    """Partition ``partition`` of the interval ending at ``end_ms`` holding ``total``
+    records (pure: what a task generates, and what a test's oracle computes)."""
+    lo, hi = total * partition // partitions, total * (partition + 1) // partitions
+    return generate_lines(hash((seed, end_ms, partition)), hi - lo, record_bytes)
 
 
 class RateInputDStream(InputDStream):
@@ -66,7 +75,6 @@ class RateInputDStream(InputDStream):
         parts, seed, size, t = self._partitions, self._seed, self._record_bytes, time.ms
 
         def generate(p: int) -> list[str]:
-            lo, hi = total * p // parts, total * (p + 1) // parts
-            return generate_lines(hash((seed, t, p)), hi - lo, size)
+            return partition_lines(seed, t, p, parts, total, size)
 
         return generated_partitions(self._ssc.sparkContext, parts, generate)
