@@ -38,12 +38,13 @@ B = 1000  # ms per interval
 # before, is not in the vocabulary: every count was 0.)
 GREP_WORD = "rihal"
 GREP_SEED = 6
+WORDCOUNT_SEED = 5
 
 
 def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
     """Word counts over a sliding 30 s window with the inverse (a state stream)."""
     pairs = (
-        ssc.rateStream(args.rate, numPartitions=args.partitions, seed=5)
+        ssc.rateStream(args.rate, numPartitions=args.partitions, seed=WORDCOUNT_SEED)
         .flatMap(str.split)
         .map(lambda w: (w, 1))
     )
@@ -83,6 +84,29 @@ def grep_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[s
         outputs[str(t)] = [count]
         saved[f"interval-{t}"] = [str(count)]
     return {"outputs": outputs, "saved": saved}
+
+
+def wordcount_oracle(
+    intervals: int, window_s: int, rate: int = 2000, partitions: int = 6
+) -> dict[str, Any]:
+    """What :func:`wordcount` outputs on a run from time 0 (``outputs``: interval ->
+    sorted [word, count] of the window ending there, keys with no count left dropped, as
+    the engine drops them), in plain Python from the rate source's generator."""
+    from dstream.sources.rate import partition_lines, records_in_interval
+
+    per_interval: list[Counter[str]] = []
+    outputs: dict[str, Any] = {}
+    for i in range(1, intervals + 1):
+        t = i * B
+        total = records_in_interval(rate, t, B)
+        words: Counter[str] = Counter()
+        for p in range(partitions):
+            for line in partition_lines(WORDCOUNT_SEED, t, p, partitions, total, 100):
+                words.update(line.split())
+        per_interval.append(words)
+        window = sum(per_interval[-window_s:], Counter())
+        outputs[str(t)] = sorted([w, n] for w, n in window.items() if n)
+    return {"outputs": outputs}
 
 
 def _after_ms(ms: int) -> Any:

@@ -1,6 +1,7 @@
-"""The executors' class archive (jvm-shim/executor_archive.py, built by `make shim`): the
-recommended conf of a local-cluster master hands it to the executor JVMs, and an executor
-started with it has it mapped (its classes come from the archive, not from the jars)."""
+"""The class archives (jvm-shim/executor_archive.py, built by `make executor-archive`): the
+recommended conf of a local-cluster master hands one to the executor JVMs and, as for every
+local master, the other to the driver's; a JVM started with one has it mapped (its classes
+come from the archive, not from the jars)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dstream.sparkconf import EXECUTOR_CLASS_ARCHIVE, recommended_conf
+from dstream.sparkconf import DRIVER_CLASS_ARCHIVE, EXECUTOR_CLASS_ARCHIVE, recommended_conf
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,16 +30,24 @@ try:
     wait_for_executors(sc, 1)
     assert sc.parallelize(range(10), 2).map(lambda x: x + 1).sum() == 55
     (pid,) = executor_pids(sc.applicationId).values()
-    with open(f"/proc/{pid}/maps") as maps:
-        mapped = sorted({line.split()[-1] for line in maps if line.rstrip().endswith(".jsa")})
-    print(json.dumps({"mapped": mapped}))
+
+    def archives(pid):
+        with open(f"/proc/{pid}/maps") as maps:
+            return sorted({line.split()[-1] for line in maps if line.rstrip().endswith(".jsa")})
+
+    print(json.dumps({"mapped": archives(pid), "driver": archives(sc._gateway.proc.pid)}))
 finally:
     sc.stop()
 """
 
 
-def test_local_cluster_executors_start_from_the_class_archive() -> None:
+def test_local_cluster_executors_and_the_driver_start_from_the_class_archives() -> None:
     assert EXECUTOR_CLASS_ARCHIVE.is_file(), "no executor class archive: run `make shim`"
+    assert DRIVER_CLASS_ARCHIVE.is_file(), "no driver class archive: run `make shim`"
+    driver = f"-XX:SharedArchiveFile={DRIVER_CLASS_ARCHIVE} -Xshare:auto"
+    for local in ("local[2]", "local-cluster[2,1,512]"):
+        assert recommended_conf(local).get("spark.driver.extraJavaOptions") == driver
+    assert recommended_conf("spark://h:7077").get("spark.driver.extraJavaOptions") is None
     options = recommended_conf("local-cluster[2,1,512]").get("spark.executor.extraJavaOptions")
     assert options == f"-XX:SharedArchiveFile={EXECUTOR_CLASS_ARCHIVE} -Xshare:auto"
     # Other masters' executors may run another JVM on another machine: no archive.
@@ -54,4 +63,6 @@ def test_local_cluster_executors_start_from_the_class_archive() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-5000:]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-    assert str(EXECUTOR_CLASS_ARCHIVE) in json.loads(line)["mapped"]
+    mapped = json.loads(line)
+    assert str(EXECUTOR_CLASS_ARCHIVE) in mapped["mapped"]
+    assert str(DRIVER_CLASS_ARCHIVE) in mapped["driver"]

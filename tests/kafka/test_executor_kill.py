@@ -18,6 +18,9 @@ from testbed.kafka import KafkaBroker
 pytestmark = pytest.mark.cluster
 
 
+# make test-full: the mid-write test below kills an executor of a Kafka stream too and
+# checks every record read exactly once.
+@pytest.mark.full
 def test_a_killed_executor_changes_no_count(
     kafka_broker: KafkaBroker, new_topic: Callable[..., str]
 ) -> None:

@@ -60,7 +60,7 @@ class Sending(threading.Thread):
         pytest.param("executors", "local[2]", marks=pytest.mark.full),
         # The receiver in an executor JVM of its own (killed with the driver's process
         # group); the restarted driver's receiver starts in a new executor, on the same port.
-        ("executors", "local-cluster[2,1,1024]"),
+        pytest.param("executors", "local-cluster[2,1,1024]", marks=pytest.mark.full),
     ],
 )
 def test_killing_the_driver_while_a_client_sends_loses_and_doubles_nothing(
