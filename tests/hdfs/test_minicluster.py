@@ -138,6 +138,8 @@ def test_spark_reads_and_writes_hdfs(sc: Any, fs: Any, hdfs_cluster: MiniHdfsClu
     )
 
 
+# make test-full: the engine's own DataNode-loss test (test_engine_on_hdfs) stops one too.
+@pytest.mark.full
 def test_stopped_datanode_keeps_file_readable(
     sc: Any, fs: Any, hdfs_cluster: MiniHdfsCluster
 ) -> None:
