@@ -31,7 +31,7 @@ from tests.video_case import APPS, generator_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
-SLICES = 24
+SLICES = 18
 CONFIG = MonitorConfig(
     window_ms=4000, baseline_ms=12000, timeout_ms=5000, stall_ms=3000, hll_precision=8
 )
