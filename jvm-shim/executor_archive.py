@@ -49,8 +49,8 @@ def fingerprint() -> str:
 
 
 def running(marker: str) -> bool:
-    """Whether a process with ``marker`` (an application's id or name) on its command line
-    is still alive."""
+    """Whether a process with ``marker`` on its command line is still alive (an executor
+    has its application's id there, a driver its application's name)."""
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             if marker.encode() in cmdline.read_bytes():
@@ -60,20 +60,20 @@ def running(marker: str) -> bool:
     return False
 
 
-def dump(target: Path) -> str:
-    """Run one executor JVM through a Python job with a shuffle, with
-    ``-XX:ArchiveClassesAtExit`` (the JVM writes the archive when it exits); the
-    application's id."""
+def dump(target: Path, master: str, jvm: str) -> str:
+    """Run a Python job with a shuffle and a cached RDD on ``master``, the ``jvm``
+    ("driver" or "executor") JVMs with ``-XX:ArchiveClassesAtExit`` (a JVM writes the
+    archive when it exits); the application's id."""
     from pyspark import SparkConf, SparkContext
 
     conf = (
         SparkConf()
-        .setMaster("local-cluster[1,1,1024]")
-        .setAppName("dstream-executor-archive")
+        .setMaster(master)
+        .setAppName(f"dstream-{jvm}-archive")
         .set("spark.ui.enabled", "false")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.pyspark.python", sys.executable)
-        .set("spark.executor.extraJavaOptions", f"-XX:ArchiveClassesAtExit={target}")
+        .set(f"spark.{jvm}.extraJavaOptions", f"-XX:ArchiveClassesAtExit={target}")
     )
     sc = SparkContext(conf=conf)
     try:
@@ -88,22 +88,9 @@ def dump(target: Path) -> str:
 
 
 def dump_driver(target: Path) -> None:
-    """A ``local[2]`` driver through the same jobs, in a child process whose driver JVM runs
-    with ``-XX:ArchiveClassesAtExit`` (it writes the archive as it exits, with its Python)."""
-    code = (
-        "import sys; from pyspark import SparkConf, SparkContext\n"
-        "conf = (SparkConf().setMaster('local[2]').setAppName('dstream-driver-archive')"
-        ".set('spark.ui.enabled', 'false').set('spark.driver.host', '127.0.0.1')"
-        f".set('spark.pyspark.python', sys.executable)"
-        f".set('spark.driver.extraJavaOptions', '-XX:ArchiveClassesAtExit={target}'))\n"
-        "sc = SparkContext(conf=conf)\n"
-        "words = sc.parallelize([f'w{i % 97}' for i in range(20000)], 2)\n"
-        "assert sum(dict(words.map(lambda w: (w, 1)).reduceByKey(lambda a, b: a + b)"
-        ".collect()).values()) == 20000\n"
-        "sc.stop()\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"}
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=env)
+    """The job on ``local[2]`` in a child process (this script, ``--driver TARGET``): its
+    driver JVM writes the archive as it exits, which it does with its Python."""
+    subprocess.run([sys.executable, __file__, "--driver", str(target)], check=True, timeout=300)
     wait_until_gone("dstream-driver-archive")  # the JVM outlives its Python by a moment
 
 
@@ -118,7 +105,7 @@ def wait_until_gone(marker: str) -> None:
 
 def dump_executor(target: Path) -> None:
     # The executor JVM writes the archive while it exits, after the driver stopped.
-    wait_until_gone(dump(target))
+    wait_until_gone(dump(target, "local-cluster[1,1,1024]", "executor"))
 
 
 def build(archive: Path, what: str, wanted: str, make: Callable[[Path], None]) -> None:
@@ -147,6 +134,9 @@ def build(archive: Path, what: str, wanted: str, make: Callable[[Path], None]) -
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--driver"]:  # the child of dump_driver
+        dump(Path(sys.argv[2]), "local[2]", "driver")
+        return 0
     try:
         wanted = fingerprint()
     except (ImportError, OSError, subprocess.CalledProcessError) as exc:

@@ -65,22 +65,25 @@ def grep(ssc: Any, args: argparse.Namespace) -> Any:
     return lines.filter(lambda line: GREP_WORD in line.split()).count()
 
 
-def grep_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[str, Any]:
-    """What :func:`grep` outputs on a run from time 0, computed in plain Python from the
-    rate source's own generator: ``outputs`` (interval -> [count]) and ``saved`` (the
-    ``--save`` directories' lines). Tests compare a faulty run with it instead of running
-    the workload a second time."""
+def interval_lines(seed: int, intervals: int, rate: int, partitions: int) -> Any:
+    """``(batch ms, the interval's records)`` of a run from time 0 of the rate source with
+    ``seed``, in plain Python from the source's own generator (what its tasks generate)."""
     from dstream.sources.rate import partition_lines, records_in_interval
 
-    outputs, saved = {}, {}
     for i in range(1, intervals + 1):
         t = i * B
         total = records_in_interval(rate, t, B)
-        count = sum(
-            GREP_WORD in line.split()
-            for p in range(partitions)
-            for line in partition_lines(GREP_SEED, t, p, partitions, total, 100)
-        )
+        parts = (partition_lines(seed, t, p, partitions, total, 100) for p in range(partitions))
+        yield t, [line for part in parts for line in part]
+
+
+def grep_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[str, Any]:
+    """What :func:`grep` outputs on a run from time 0: ``outputs`` (interval -> [count])
+    and ``saved`` (the ``--save`` directories' lines). Tests compare a faulty run with it
+    instead of running the workload a second time."""
+    outputs, saved = {}, {}
+    for t, lines in interval_lines(GREP_SEED, intervals, rate, partitions):
+        count = sum(GREP_WORD in line.split() for line in lines)
         outputs[str(t)] = [count]
         saved[f"interval-{t}"] = [str(count)]
     return {"outputs": outputs, "saved": saved}
@@ -91,19 +94,11 @@ def wordcount_oracle(
 ) -> dict[str, Any]:
     """What :func:`wordcount` outputs on a run from time 0 (``outputs``: interval ->
     sorted [word, count] of the window ending there, keys with no count left dropped, as
-    the engine drops them), in plain Python from the rate source's generator."""
-    from dstream.sources.rate import partition_lines, records_in_interval
-
+    the engine drops them)."""
     per_interval: list[Counter[str]] = []
     outputs: dict[str, Any] = {}
-    for i in range(1, intervals + 1):
-        t = i * B
-        total = records_in_interval(rate, t, B)
-        words: Counter[str] = Counter()
-        for p in range(partitions):
-            for line in partition_lines(WORDCOUNT_SEED, t, p, partitions, total, 100):
-                words.update(line.split())
-        per_interval.append(words)
+    for t, lines in interval_lines(WORDCOUNT_SEED, intervals, rate, partitions):
+        per_interval.append(Counter(w for line in lines for w in line.split()))
         window = sum(per_interval[-window_s:], Counter())
         outputs[str(t)] = sorted([w, n] for w, n in window.items() if n)
     return {"outputs": outputs}

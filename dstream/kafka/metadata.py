@@ -137,10 +137,6 @@ class KafkaOffsets:
             except Exception as exc:
                 problems[tp] = f"{ck_tp.topic}-{ck_tp.partition} {name} offset: {exc}"
                 error = exc.args[0] if isinstance(exc, ck.KafkaException) and exc.args else None
-                settling = (
-                    ck.KafkaError.LEADER_NOT_AVAILABLE,
-                    ck.KafkaError.NOT_LEADER_FOR_PARTITION,
-                )
                 if isinstance(error, ck.KafkaError) and (
                     error.retriable() or error.code() in settling
                 ):

@@ -26,9 +26,16 @@ REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs fr
 
 pytestmark = pytest.mark.cluster
 
+
+def window_args(window_s: int) -> tuple[str, ...]:
+    """The word count's window, with state checkpoints every third of it."""
+    return ("--window", str(window_s), "--checkpoint", str(window_s // 3))
+
+
 # A 6 s window with the inverse and checkpoints every 2 s: a kill at 7 s loses the state
 # built since the checkpoint at 6 s and cached inputs the window needs, in 12 intervals.
-SHORT_WINDOW = ("--window", "6", "--checkpoint", "2")
+SHORT_WINDOW_S = 6
+SHORT_WINDOW = window_args(SHORT_WINDOW_S)
 
 
 def scenario(workload: str, intervals: int, kills: list[str], *extra: str) -> list[dict[str, Any]]:
@@ -44,26 +51,25 @@ def scenario(workload: str, intervals: int, kills: list[str], *extra: str) -> li
 
 
 @pytest.mark.parametrize(
-    ("workload", "intervals", "kill_at", "extra"),
+    ("workload", "intervals", "kill_at", "window_s"),
     [
-        ("wordcount", 12, 7, SHORT_WINDOW),
+        ("wordcount", 12, 7, SHORT_WINDOW_S),
         # The paper's shape (make test-full): a 30 s window, checkpoints every 10 s, the
         # kill at 25 s.
-        pytest.param("wordcount", 45, 25, (), marks=pytest.mark.full),
+        pytest.param("wordcount", 45, 25, 30, marks=pytest.mark.full),
         # Stateless: lost input partitions and shuffle outputs only (make test-full).
-        pytest.param("grep", 10, 6, (), marks=pytest.mark.full),
+        pytest.param("grep", 10, 6, None, marks=pytest.mark.full),
     ],
 )
 def test_killed_executors_change_no_output(
-    workload: str, intervals: int, kill_at: int, extra: tuple[str, ...]
+    workload: str, intervals: int, kill_at: int, window_s: int | None
 ) -> None:
     kills = [f"1@{kill_at}", f"2@{kill_at}"]
     # Both outputs are known in Python: no run without failures is needed.
-    if workload == "grep":
-        reference = grep_oracle(intervals)
+    if window_s is None:
+        reference, extra = grep_oracle(intervals), ()
     else:
-        window = int(extra[extra.index("--window") + 1]) if "--window" in extra else 30
-        reference = wordcount_oracle(intervals, window)
+        reference, extra = wordcount_oracle(intervals, window_s), window_args(window_s)
     one, two = scenario(workload, intervals, kills, *extra)
     assert len(reference["outputs"]) == intervals
     assert any(reference["outputs"].values()), "the workload produced nothing to compare"
@@ -81,7 +87,7 @@ def test_with_two_copies_of_the_state_a_killed_executor_changes_no_output() -> N
     killed; its state partitions are read from their second copy on another executor (and
     copied again to keep two), the interval's own lost work is redone, and every interval's
     output equals the run without failure's."""
-    reference = wordcount_oracle(12, 6)
+    reference = wordcount_oracle(12, SHORT_WINDOW_S)
     (faulty,) = scenario(
         "wordcount",
         12,
@@ -109,7 +115,7 @@ def test_a_lost_node_changes_no_output_and_is_not_replaced() -> None:
         args = ["--master", cluster.master_url, "--kill-node"]
         (faulty,) = scenario("wordcount", 12, ["1@7"], *SHORT_WINDOW, *args)
         alive = cluster.alive_workers()
-    reference = wordcount_oracle(12, 6)
+    reference = wordcount_oracle(12, SHORT_WINDOW_S)
     assert faulty["outputs"] == reference["outputs"]
     assert any(reference["outputs"].values()), "the workload produced nothing to compare"
     assert len(faulty["killed"]) == 1, faulty["killed"]
