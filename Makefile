@@ -12,7 +12,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test-deps shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: setup test-deps compile shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -72,12 +72,21 @@ TEST_DEPS := shim executor-archive minicluster kafka browser lint clean-install-
 test-deps:
 	$(MAKE) -j4 --output-sync=target $(TEST_DEPS)
 
-test: test-deps
-	$(PY) -m pytest -q -m "not full"
+# Bytecode of the project's own modules, written once: every driver, executor daemon and app
+# process the tests start imports them (PYTHONDONTWRITEBYTECODE=1 would otherwise have each
+# compile them again).
+compile:
+	$(PY) -m compileall -q dstream testbed apps
+
+# Two pytest workers: the fault runs on one, every other test on the other (tests/conftest.py).
+PYTEST_WORKERS := -n 2 --dist loadgroup
+
+test: test-deps compile
+	$(PY) -m pytest -q -m "not full" $(PYTEST_WORKERS)
 
 # The long variants: every test, the early-kill trials 20 times per source.
-test-full: test-deps
-	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q
+test-full: test-deps compile
+	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
 # The wheel, installed with its runtime dependencies only into a fresh virtual environment,
 # runs a program that touches every feature, from outside the source tree.

@@ -144,6 +144,19 @@ def check(storage: LocalStorage, sent: list[str], report: Report, batch_ms: int)
     report.repeated_sink_calls = sum(n - 1 for n in calls.values())
 
 
+def running_executors(app: App) -> dict[str, int]:
+    """The app's executor JVMs (id to pid); right after a restart they may not be up yet, and
+    an executor kill waits for them."""
+    found: dict[str, int] = {}
+
+    def up() -> bool:
+        found.update(executor_pids(app.app_id or ""))
+        return bool(found)
+
+    wait_for(up, 120, "executors to kill", 0.1)
+    return found
+
+
 def run(root: Path, plan: Plan, log: Any = None) -> Report:
     """The chaos run in ``root``: faults as ``plan`` says, then :func:`check`."""
     started = time.monotonic()
@@ -181,9 +194,7 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
                 app.start()
                 report.restarts += 1
             else:
-                pids = executor_pids(app.app_id or "")
-                if not pids:
-                    continue  # executors not (re)started yet: pick again at the next fault
+                pids = running_executors(app)
                 victim = rng.choice(sorted(pids))
                 os.kill(pids[victim], signal.SIGKILL)
                 report.executor_kills += 1

@@ -27,6 +27,23 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
+# `make test` runs two pytest workers (pytest-xdist, ``--dist loadgroup``). The fault runs,
+# each with driver, executor, HDFS or Kafka processes of its own that run on the wall clock,
+# take most of both cores: two at once would each take twice as long. So they form one
+# group that one worker runs one after another, and come first; the other tests (the
+# session's local[2] context, a ManualClock) run on the other worker meanwhile.
+FAULT_DIRS = ("recovery", "cluster", "hdfs", "kafka")
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    faults = [i for i in items if os.path.relpath(i.path, _TESTS).split(os.sep)[0] in FAULT_DIRS]
+    for item in faults:
+        item.add_marker(pytest.mark.xdist_group("faults"))
+    chosen = set(map(id, faults))
+    items[:] = faults + [i for i in items if id(i) not in chosen]
+
+
 @pytest.fixture(scope="session")
 def sc() -> Iterator[object]:
     from pyspark import SparkContext

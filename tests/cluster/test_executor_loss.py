@@ -4,8 +4,9 @@ checkpoint) by the executors that remain, a replacement executor joins, and ever
 output equals that of a run without failures.
 
 Spark allows one SparkContext per process and the rest of the suite shares a ``local[2]``
-one, so each workload runs in its own process (``python -m testbed.faults``): a run with
-one executor killed, then one with two killed at once, on the same cluster. What a run
+one, so each workload runs in its own process (``python -m testbed.faults``): `make test`
+kills one executor of three; `make test-full` adds two killed at once and longer windows,
+each run after the other on the same cluster. What a run
 without failures outputs is computed in Python (``testbed.faults``' oracles, from the rate
 source's own generator).
 """
@@ -51,29 +52,32 @@ def scenario(workload: str, intervals: int, kills: list[str], *extra: str) -> li
 
 
 @pytest.mark.parametrize(
-    ("workload", "intervals", "kill_at", "window_s"),
+    ("workload", "intervals", "kills", "window_s"),
     [
-        ("wordcount", 12, 7, SHORT_WINDOW_S),
+        # One executor of three killed at 7 s (make test).
+        ("wordcount", 12, ["1@7"], SHORT_WINDOW_S),
+        # Two of three at once, then one, on the same cluster (make test-full).
+        pytest.param("wordcount", 12, ["2@7", "1@7"], SHORT_WINDOW_S, marks=pytest.mark.full),
         # The paper's shape (make test-full): a 30 s window, checkpoints every 10 s, the
         # kill at 25 s.
-        pytest.param("wordcount", 45, 25, 30, marks=pytest.mark.full),
+        pytest.param("wordcount", 45, ["1@25", "2@25"], 30, marks=pytest.mark.full),
         # Stateless: lost input partitions and shuffle outputs only (make test-full).
-        pytest.param("grep", 10, 6, None, marks=pytest.mark.full),
+        pytest.param("grep", 10, ["1@6", "2@6"], None, marks=pytest.mark.full),
     ],
 )
 def test_killed_executors_change_no_output(
-    workload: str, intervals: int, kill_at: int, window_s: int | None
+    workload: str, intervals: int, kills: list[str], window_s: int | None
 ) -> None:
-    kills = [f"1@{kill_at}", f"2@{kill_at}"]
     # Both outputs are known in Python: no run without failures is needed.
     if window_s is None:
         reference, extra = grep_oracle(intervals), ()
     else:
         reference, extra = wordcount_oracle(intervals, window_s), window_args(window_s)
-    one, two = scenario(workload, intervals, kills, *extra)
+    runs = scenario(workload, intervals, kills, *extra)
     assert len(reference["outputs"]) == intervals
     assert any(reference["outputs"].values()), "the workload produced nothing to compare"
-    for faulty, n in ((one, 1), (two, 2)):
+    for faulty, kill in zip(runs, kills, strict=True):
+        n = int(kill.split("@")[0])
         assert len(faulty["killed"]) == n, faulty["killed"]
         # The same output, interval by interval, as the run without failures.
         assert faulty["outputs"] == reference["outputs"]

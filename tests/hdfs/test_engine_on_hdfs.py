@@ -22,7 +22,9 @@ from tests.integration.test_recovery import T0, TEXTS, B, expected_outputs, prog
 from tests.recovery.harness import expected
 from tests.recovery.harness import run as run_with_kills
 
-TOTAL = 12
+# Eight intervals: state checkpoints at 2, 4, 6 and 8 (every 2), a 3 s window that slides
+# past the first files, and room for a crash after interval 4 and two intervals down.
+TOTAL = 8
 
 
 class Place:
@@ -108,7 +110,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
 
     clock = ManualClock(T0)
     first = program(hdfs_sc, clock, *args)
-    run(first, clock, 6)
+    run(first, clock, 4)
     first._checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)  # abandoned as a crash would: nothing more is written
 
@@ -121,7 +123,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
     assert any(f.endswith(".sqlite") for f in files), files
     assert not [f for f in files if ".tmp-" in f], "temporary files left behind"
 
-    clock2 = ManualClock(T0 + 8 * B)  # down for two intervals
+    clock2 = ManualClock(T0 + 6 * B)  # down for two intervals
 
     def setup() -> StreamingContext:
         raise AssertionError("the program must be restored, not set up again")

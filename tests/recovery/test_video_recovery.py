@@ -29,7 +29,9 @@ from video.oracle import Oracle
 from testbed.processes import process_tree
 from tests.video_case import APPS, generator_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+# make test-full: a second proof, on an app, of what tests/recovery/test_chaos.py proves in
+# make test (executor and driver kills, every interval equal to an oracle).
+pytestmark = [pytest.mark.slow, pytest.mark.cluster, pytest.mark.full]
 
 SLICES = 18
 CONFIG = MonitorConfig(
