@@ -38,7 +38,15 @@ KEYS: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("key", KEYS, ids=repr)
+def key_id(key: Any) -> str:
+    """A test id that is the same in every process (a set's repr follows string hashes, which
+    differ between processes: two pytest-xdist workers must collect the same ids)."""
+    if isinstance(key, frozenset):
+        return f"frozenset({sorted(map(repr, key))})"
+    return repr(key)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=key_id)
 def test_key_hash_is_portable_hash(key: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from pyspark.rdd import portable_hash
 
