@@ -20,9 +20,9 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,10 +54,11 @@ def _spark_home() -> Path:
     return home
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+# What the Master's log says once it listens (ports it chose itself: a port picked here and
+# released before the JVM binds it can be taken meanwhile, and Spark then silently binds the
+# next one; two clusters started at once by two test processes met that way).
+_MASTER_PORT = re.compile(r"Successfully started service 'sparkMaster' on port (\d+)")
+_WEBUI_PORT = re.compile(r"Successfully started service 'MasterUI' on port (\d+)")
 
 
 class StandaloneCluster:
@@ -116,18 +117,29 @@ class StandaloneCluster:
             return []
         return sorted(w["host"] for w in workers if w.get("state") == "ALIVE")
 
+    def _master_ports(self, deadline: float) -> tuple[int, int]:
+        """The RPC and web UI ports the Master bound, read from its log."""
+        log = self.base_dir / "master.log"
+        pause = threading.Event()
+        while True:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            rpc, web = _MASTER_PORT.search(text), _WEBUI_PORT.search(text)
+            if rpc and web:
+                return int(rpc.group(1)), int(web.group(1))
+            if self._procs[0].poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise StandaloneError(f"the standalone Master did not start; see {log}")
+            pause.wait(0.1)
+
     def start(self) -> StandaloneCluster:
-        self.master_port = _free_port("127.0.0.1")
-        self.webui_port = _free_port("127.0.0.1")
+        deadline = time.monotonic() + self.start_timeout_s
         self._launch(
             "master",
             "org.apache.spark.deploy.master.Master",
-            [
-                *("--host", "127.0.0.1", "--port", str(self.master_port)),
-                *("--webui-port", str(self.webui_port)),
-            ],
+            [*("--host", "127.0.0.1", "--port", "0", "--webui-port", "0")],
             "127.0.0.1",
         )
+        self.master_port, self.webui_port = self._master_ports(deadline)
         for i in range(self.workers):
             host = self.worker_host(i)
             work = self.base_dir / f"work-{i}"
@@ -142,7 +154,6 @@ class StandaloneCluster:
                 ],
                 host,
             )
-        deadline = time.monotonic() + self.start_timeout_s
         pause = threading.Event()
         want = sorted(self.worker_host(i) for i in range(self.workers))
         while self.alive_workers() != want:

@@ -36,6 +36,7 @@ FAULT_DIRS = ("recovery", "cluster", "hdfs", "kafka")
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     faults = [i for i in items if os.path.relpath(i.path, _TESTS).split(os.sep)[0] in FAULT_DIRS]
     for item in faults:
