@@ -19,7 +19,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip==23.2.1
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,kafka]'
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,kafka,hdfs]'
 	touch $(STAMP)
 
 shim: setup
@@ -95,7 +95,7 @@ clean-install-smoke: shim
 	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
 	DSTREAM_REQUIRE_SHIM=1 $(PY) -m pip wheel --quiet --no-deps -w $(SMOKE)/dist .
 	$(PYTHON) -m venv $(SMOKE)/venv
-	$(SMOKE)/venv/bin/pip install --quiet -c requirements.lock $(SMOKE)/dist/dstream-*.whl
+	$(SMOKE)/venv/bin/pip install --quiet -c requirements.lock $(SMOKE)/dist/pyspark_dstream-*.whl
 	cd $(SMOKE) && PYSPARK_PYTHON=$(CURDIR)/$(SMOKE)/venv/bin/python \
 		venv/bin/python $(CURDIR)/tests/smoke/clean_install.py
 

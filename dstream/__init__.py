@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dstream.settings import StreamingSettings
     from dstream.time import Duration, Interval, Time
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # pyproject.toml reads it; CHANGELOG.md says what changed
 
 _EXPORTS = {
     "BatchInfo": "dstream.listener",

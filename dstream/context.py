@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from dstream import shutdown
 from dstream.api.queries import TempViews, ViewRefresher
 from dstream.clock import Clock, default_clock
 from dstream.errors import ContextStateError, StreamingJobError
@@ -34,6 +35,7 @@ from dstream.settings import StreamingSettings
 from dstream.storage.journal import CheckpointDirectoryError
 from dstream.streams.graph import DStreamGraph
 from dstream.time import Duration, Time, to_duration
+from dstream.versions import check_pyspark, default_workers_python, probe_executors
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -86,8 +88,9 @@ class StreamingContext:
         clock: Clock | None = None,
         settings: StreamingSettings | None = None,
     ) -> None:
-        from pyspark import SparkContext
+        from pyspark import SparkContext, __version__
 
+        check_pyspark(__version__)
         if not isinstance(sparkContext, SparkContext):
             raise TypeError(
                 f"StreamingContext needs a pyspark.SparkContext, got "
@@ -100,6 +103,7 @@ class StreamingContext:
                 "or StreamingContext(sc, '500ms')"
             )
         self._sc = sparkContext
+        default_workers_python(sparkContext)
         self._batch_duration: Duration = to_duration(batchDuration, "batchDuration")
         self._clock: Clock = clock if clock is not None else default_clock()
         self._settings = settings if settings is not None else StreamingSettings()
@@ -329,7 +333,12 @@ class StreamingContext:
                     "create a new StreamingContext and define the streams again"
                 )
             self._graph.validate()
+            # A misspelt spark.streaming.stopGracefullyOnShutdown fails here, not at exit.
+            shutdown.graceful_on_shutdown(
+                self._sc.getConf().get(shutdown.STOP_GRACEFULLY_ON_SHUTDOWN)
+            )
             check_picklable(self._graph.user_functions())
+            probe_executors(self._sc)  # executors elsewhere run the driver's dstream
             self._check_max_history()
             if any(s._needs_storage for s in self._graph.streams):
                 root = self._storage_root()
@@ -348,6 +357,8 @@ class StreamingContext:
                 raise
             self._state = "active"
             _running[self._id] = self
+        # Stopped at interpreter exit and on SIGTERM (gracefully if the conf asks).
+        shutdown.register(lambda: list(_running.values()))
 
     def _start_engine(self, now: Time, zero: Time, first: Time) -> None:
         """start()'s work once the program is checked: the journal and its lease, the

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dstream.versions import DAEMON_MODULE
+
 if TYPE_CHECKING:
     from pyspark import SparkConf
 
@@ -35,10 +37,6 @@ RECOMMENDED: dict[str, str] = {
     # a two-task Python job went from 104 ms to 53 ms (median of 30), and a streaming
     # interval runs several such jobs.
     "spark.python.unix.domain.socket.enabled": "true",
-    # Python workers that do not walk every object they hold between two tasks
-    # (dstream/tasks/daemon.py: PySpark's daemon, freezing what a worker keeps after its
-    # first tasks). The executors' Python must import dstream, as its tasks do.
-    "spark.python.daemon.module": "dstream.tasks.daemon",
     # A reduce task fetching shuffle output from an executor that just died retries the
     # refused connection 3 times 5 s apart (Spark's default) before it reports the fetch
     # failure that makes the scheduler recompute the lost outputs; meanwhile it holds its
@@ -83,10 +81,14 @@ SPECULATION: dict[str, str] = {
 
 
 def recommended_conf(
-    master: str = "local[2]", app_name: str = "dstream", speculation: bool = False
+    master: str = "local[2]",
+    app_name: str = "dstream",
+    speculation: bool = False,
+    daemon: bool | None = None,
 ) -> SparkConf:
     """A SparkConf with ``master``, ``app_name``, :data:`RECOMMENDED`, if asked
-    :data:`SPECULATION`, for local masters the driver's class archive
+    :data:`SPECULATION`, dstream's Python worker daemon (``daemon``; by default for local
+    masters only), for local masters the driver's class archive
     (:data:`DRIVER_CLASS_ARCHIVE`) and for ``local-cluster`` ones the executors'
     (:data:`EXECUTOR_CLASS_ARCHIVE`), when `make executor-archive` built them."""
     from pyspark import SparkConf
@@ -107,6 +109,13 @@ def recommended_conf(
             "spark.driver.extraJavaOptions",
             f"-XX:SharedArchiveFile={DRIVER_CLASS_ARCHIVE} -Xshare:auto",
         )
+    # Python workers that do not walk every object they hold between two tasks
+    # (dstream/tasks/daemon.py: PySpark's daemon, freezing what a worker keeps after its
+    # first tasks). Spark starts it before a task's --py-files are on its path, so an
+    # executor that cannot import dstream fails every task: set for local masters (this
+    # machine's Python), elsewhere only when asked (dstream installed on every node).
+    if daemon if daemon is not None else master.startswith("local"):
+        conf.set("spark.python.daemon.module", DAEMON_MODULE)
     if speculation:
         for key, value in SPECULATION.items():
             conf.set(key, value)

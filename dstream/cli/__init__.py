@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dstream.versions import describe
+
 __all__ = ["main"]
 
 
@@ -21,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dstream", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    p.add_argument("--version", action="version", version=describe())
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     shell = sub.add_parser("shell", help="run a program and open a console on its live state")
     shell.add_argument("app", help="the program: a Python script that starts a StreamingContext")

@@ -16,7 +16,9 @@ import shlex
 
 from dstream.cli.program import Program
 from dstream.scheduler.progress import ConsoleProgress
+from dstream.shutdown import install_sigterm_exit
 from dstream.sparkconf import RECOMMENDED
+from dstream.versions import DAEMON_MODULE
 
 __all__ = ["run_program", "submit_args"]
 
@@ -42,10 +44,19 @@ def submit_args(env: str, master: str | None, conf: list[str]) -> list[str]:
         submit += ["--conf", f"{key}={value}"]
     given = {a.partition("=")[0] for flag, a in itertools.pairwise(submit) if flag in CONF_FLAGS}
     given.update(a[len("--conf=") :].partition("=")[0] for a in submit if a.startswith("--conf="))
-    for key, value in RECOMMENDED.items():
+    recommended = dict(RECOMMENDED)
+    # dstream's worker daemon only where the executors run this machine's Python (a local
+    # master, or none: pyspark's default is local[*]); see dstream.sparkconf.
+    masters = [a for flag, a in itertools.pairwise(submit) if flag == "--master"]
+    if not masters or masters[-1].startswith("local"):
+        recommended[DAEMON_KEY] = DAEMON_MODULE
+    for key, value in recommended.items():
         if key not in given:
             submit += ["--conf", f"{key}={value}"]
     return [*submit, "pyspark-shell"]
+
+
+DAEMON_KEY = "spark.python.daemon.module"
 
 
 def run_program(
@@ -64,6 +75,9 @@ def run_program(
     if checkpoint:
         context.run(programs_checkpoint, checkpoint)
     program = Program(app, args)
+    # The program runs on a thread of its own: SIGTERM is turned into an exit here, on the
+    # main thread, and the exit stops its context (dstream.shutdown).
+    install_sigterm_exit()
     program.start(context)
     try:
         ssc = program.wait_for_context()

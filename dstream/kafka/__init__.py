@@ -25,7 +25,7 @@ librdkafka, ships manylinux wheels with librdkafka inside (no build, no system l
 supports every Kafka 4 broker feature the source needs (ListOffsets with isolation levels,
 consumer group offsets through the admin API) and has no Python dependencies. aiokafka is
 asyncio-only, which buys nothing inside a task. It is the optional extra ``kafka``:
-``pip install 'dstream[kafka]'``.
+``pip install 'pyspark-dstream[kafka]'``.
 
 ``saveToKafka(stream, topic, producerConfig)`` writes a stream with an idempotent producer
 and the interval's identity in every record's headers (see :mod:`dstream.kafka.sink`).

@@ -2,9 +2,10 @@
 gives it.
 
 confluent-kafka is needed only by programs that read or write Kafka, so it is the extra
-``kafka`` of the dstream package (``pip install 'dstream[kafka]'``), not a dependency of the
-engine. :func:`require_client` raises an error that says so wherever it is missing — on the
-driver when a stream is declared, or in a Python worker of an executor that lacks it.
+``kafka`` of the pyspark-dstream distribution (``pip install 'pyspark-dstream[kafka]'``),
+not a dependency of the engine. :func:`require_client` raises an error that says so wherever
+it is missing — on the driver when a stream is declared, or in a Python worker of an
+executor that lacks it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ __all__ = [
     "validate_params",
 ]
 
-CLIENT_VERSION = "2.16.1"  # the exact pin of the `kafka` extra in pyproject.toml
+CLIENT_VERSION = ">=2.6,<3"  # the `kafka` extra in pyproject.toml
 
 
 class KafkaClientMissingError(ImportError):
@@ -36,7 +37,7 @@ def require_client() -> ModuleType:
         raise KafkaClientMissingError(
             "dstream.kafka needs the confluent-kafka package, which is not installed in this "
             "Python (on the driver, or on an executor's Python workers): install the extra "
-            f"with `pip install 'dstream[kafka]'` (confluent-kafka=={CLIENT_VERSION}) on "
+            f"with `pip install 'pyspark-dstream[kafka]'` (confluent-kafka {CLIENT_VERSION}) on "
             "every machine that runs the program"
         ) from exc
     return confluent_kafka

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dstream.listener import BatchInfo, StreamingListener
@@ -40,7 +40,10 @@ __all__ = ["ConsoleProgress", "ProgressTracker", "human_time", "progress_record"
 
 
 def _utc(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+        + "Z"
+    )
 
 
 def _rate(rows: int, ms: int | None) -> float:

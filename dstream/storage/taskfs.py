@@ -348,6 +348,21 @@ def webhdfs_url(sc: SparkContext, uri: str) -> str:
     return f"http://{host}:{DEFAULT_NAMENODE_HTTP_PORT}"
 
 
+def require_webhdfs_client(what: str) -> None:
+    """Tasks reach hdfs:// paths through WebHDFS with the ``hdfs`` and ``requests`` packages,
+    the ``hdfs`` extra: an error that says so when either is missing on the driver."""
+    import importlib.util
+
+    missing = [name for name in ("hdfs", "requests") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(
+            f"{what} is on HDFS, which dstream's tasks read and write through WebHDFS with the "
+            f"{' and '.join(missing)} package{'s' if len(missing) > 1 else ''}, not installed in "
+            "this Python: install them with `pip install 'pyspark-dstream[hdfs]'` (on the "
+            "executors too)"
+        )
+
+
 def task_files_for(
     directory: str, sc: SparkContext, what: str = "the checkpoint directory"
 ) -> TaskFiles:
@@ -361,6 +376,7 @@ def task_files_for(
         warn_if_unshared(directory, sc, what)
         return LocalTaskFiles()
     if scheme == "hdfs":
+        require_webhdfs_client(f"{what} {directory!r}")
         url = webhdfs_url(sc, directory)
         user = os.environ.get("HADOOP_USER_NAME") or sc.sparkUser() or getpass.getuser()
         files = WebHdfsTaskFiles(url, user)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -28,6 +29,19 @@ def main() -> int:
     for path in (Path(dstream.__file__), SHIM_JAR):
         if "site-packages" not in str(path.resolve()) or not path.is_file():
             sys.exit(f"{path} is not in the installed wheel: this must run outside the tree")
+
+    # The distribution's name, version, licence and command, as pip installed them.
+    from importlib.metadata import distribution
+
+    dist = distribution("pyspark-dstream")
+    if dist.version != dstream.__version__:
+        sys.exit(f"the wheel says {dist.version}, dstream.__version__ {dstream.__version__}")
+    if not any(f.name == "LICENSE" and "Apache License" in f.read_text() for f in dist.files or []):
+        sys.exit("the wheel carries no LICENSE")
+    script = Path(sys.executable).with_name("dstream")
+    shown = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+    if not shown.stdout.startswith(f"pyspark-dstream {dstream.__version__} (import dstream)"):
+        sys.exit(f"dstream --version printed {shown.stdout!r}")
 
     from pyspark import SparkContext
 

@@ -30,9 +30,25 @@ def settings(args: list[str]) -> dict[str, list[str]]:
 def test_every_recommended_setting_is_passed_when_nobody_gives_one() -> None:
     args = submit_args("", None, [])
     assert args[-1] == "pyspark-shell"
+    # No master: pyspark's local[*], whose workers run this Python: dstream's daemon too.
     assert {k: v[-1] for k, v in settings(args).items()} == {
-        k: str(v) for k, v in RECOMMENDED.items()
+        **{k: str(v) for k, v in RECOMMENDED.items()},
+        "spark.python.daemon.module": "dstream.tasks.daemon",
     }
+
+
+@pytest.mark.parametrize(
+    ("master", "daemon"),
+    [("local[2]", True), ("local-cluster[2,1,1024]", True), ("spark://h:7077", False),
+     ("yarn", False), ("k8s://https://h:6443", False)],
+)  # fmt: skip
+def test_the_worker_daemon_is_set_only_where_executors_run_this_python(
+    master: str, daemon: bool
+) -> None:
+    """Spark starts the daemon module before --py-files are on the path: on a cluster whose
+    executors may lack dstream it would fail every task, so it is left to the user there."""
+    for args in (submit_args("", master, []), submit_args(f"--master {master}", None, [])):
+        assert ("spark.python.daemon.module" in settings(args)) is daemon
 
 
 @pytest.mark.parametrize(

@@ -217,7 +217,7 @@ def test_a_task_consumer_fetches_again_soon_and_the_user_may_say_otherwise() -> 
 
 def test_a_missing_client_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)
-    with pytest.raises(KafkaClientMissingError, match=r"pip install 'dstream\[kafka\]'"):
+    with pytest.raises(KafkaClientMissingError, match=r"pip install 'pyspark-dstream\[kafka\]'"):
         require_client()
 
 

@@ -60,10 +60,16 @@ def test_what_the_first_tasks_keep_is_frozen_and_later_tasks_add_nothing(
     assert len(tasks) == daemon.SETTLING_TASKS + 2
 
 
-def test_the_recommended_conf_runs_this_daemon() -> None:
-    from dstream.sparkconf import RECOMMENDED
+def test_the_recommended_conf_runs_this_daemon_where_executors_run_this_python() -> None:
+    from dstream.sparkconf import recommended_conf
 
-    assert RECOMMENDED["spark.python.daemon.module"] == daemon.__name__
+    key = "spark.python.daemon.module"
+    for master in ("local[2]", "local-cluster[2,1,1024]"):
+        assert recommended_conf(master).get(key) == daemon.__name__
+    # Executors elsewhere may lack dstream: only when asked (dstream on every node).
+    assert recommended_conf("spark://h:7077").get(key) is None
+    assert recommended_conf("spark://h:7077", daemon=True).get(key) == daemon.__name__
+    assert recommended_conf("local[2]", daemon=False).get(key) is None
 
 
 def test_a_worker_forked_after_preload_imports_nothing_to_load_the_engines_tasks() -> None:

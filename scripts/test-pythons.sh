@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The fast tier (tests/unit) and the clean-install smoke on the oldest and newest Python the
+# package supports, each in a fresh virtual environment where pip resolves the package's
+# declared ranges for that Python (not requirements.lock, which is the 3.11 set), beside a
+# pandas and pyarrow of the "user's" choosing (the newest the ranges allow there).
+#
+#   bash scripts/test-pythons.sh 3.10 3.13
+#
+# Interpreters: pythonX.Y on PATH, else pyenv's (~/.pyenv/versions/X.Y.*), which this
+# machine's image carries; neither Debian's packages (3.11 only on bookworm) nor PyPI
+# serve other CPython builds. A missing interpreter is an error, not a skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="build/pythons"
+mkdir -p "$root"
+
+find_python() {
+  local v="$1" found
+  if found="$(command -v "python$v")"; then echo "$found"; return; fi
+  for found in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v"; do
+    [[ -x "$found" ]] && { echo "$found"; return; }
+  done
+  echo "test-pythons: no Python $v (python$v on PATH or ${PYENV_ROOT:-$HOME/.pyenv}/versions/$v.*)" >&2
+  return 1
+}
+
+# One wheel for all of them (pure Python; the shim jar inside).
+rm -rf "$root/dist"
+DSTREAM_REQUIRE_SHIM=1 .venv/bin/python -m pip wheel --quiet --no-deps -w "$root/dist" .
+wheel="$(ls "$root"/dist/pyspark_dstream-*.whl)"
+
+for v in "$@"; do
+  python="$(find_python "$v")"
+  env="$root/py$v"
+  rm -rf "$env"
+  "$python" -m venv "$env"
+  "$env/bin/python" -m pip install --quiet --upgrade pip==23.2.1
+  # The test tools at the lock's versions; the package and its dependencies by their ranges.
+  "$env/bin/python" -m pip install --quiet "$wheel[kafka,hdfs]" pandas pyarrow \
+    "$(grep -i '^pytest==' requirements.lock)" "$(grep -i '^hypothesis==' requirements.lock)"
+  echo "== Python $("$env/bin/python" -c 'import platform; print(platform.python_version())'):" \
+    "$("$env/bin/pip" freeze | grep -iE '^(pyspark|numpy|pyarrow|pandas|cloudpickle)==' | tr '\n' ' ')"
+  # The installed wheel runs a program that touches every feature, from outside the tree;
+  # then the tree's unit tests run on this Python with the dependencies it resolved.
+  (cd "$root" && PYSPARK_PYTHON="$(pwd)/py$v/bin/python" "py$v/bin/python" \
+    "$OLDPWD/tests/smoke/clean_install.py")
+  "$env/bin/python" -m pytest -q -p no:cacheprovider tests/unit
+done
