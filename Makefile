@@ -4,6 +4,7 @@
 #   make test   set up, build the JVM pieces, install Chromium (the Streaming tab's browser tests),
 #               lint, type-check and run the test suite (what CI runs)
 #   make test-fast  the pure-logic tests (no Spark), under a minute
+#   make test-pythons  the fast tier and the clean-install smoke on Python 3.10 and 3.13
 #   make test-full  make test, then the long fault runs (tests marked `full`, and the
 #               20-trial early-kill run)
 #   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
@@ -12,7 +13,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test-deps compile shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: setup test-deps compile test-pythons shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -101,6 +102,12 @@ clean-install-smoke: shim
 
 test-fast: setup
 	$(PY) -m pytest -q tests/unit
+
+# The fast tier and the clean-install smoke on the oldest and newest supported Python, with
+# the dependencies pip resolves for each within the package's ranges (scripts/test-pythons.sh).
+PYTHONS ?= 3.10 3.13
+test-pythons: shim
+	bash scripts/test-pythons.sh $(PYTHONS)
 
 clean:
 	rm -rf $(VENV) jvm-shim/*/target dstream/jars build

@@ -21,6 +21,7 @@ __all__ = [
     "RECOMMENDED",
     "SPECULATION",
     "recommended_conf",
+    "recommended_settings",
 ]
 
 # The class-data-sharing archive of an executor JVM's classes that `make shim` dumps on this
@@ -94,20 +95,27 @@ def recommended_conf(
     from pyspark import SparkConf
 
     conf = SparkConf().setMaster(master).setAppName(app_name)
-    for key, value in RECOMMENDED.items():
+    for key, value in recommended_settings(master, speculation, daemon).items():
         conf.set(key, value)
+    return conf
+
+
+def recommended_settings(
+    master: str, speculation: bool = False, daemon: bool | None = None
+) -> dict[str, str]:
+    """What :func:`recommended_conf` sets for ``master`` (a SparkConf built in a process that
+    already runs a SparkContext also holds that context's settings, as system defaults)."""
+    settings = dict(RECOMMENDED)
     # Only local-cluster executors surely run this machine's JVM and this pyspark's jars;
     # one that cannot use the archive (a changed JVM) starts without it (-Xshare:auto).
     if master.startswith("local-cluster") and EXECUTOR_CLASS_ARCHIVE.is_file():
-        conf.set(
-            "spark.executor.extraJavaOptions",
-            f"-XX:SharedArchiveFile={EXECUTOR_CLASS_ARCHIVE} -Xshare:auto",
+        settings["spark.executor.extraJavaOptions"] = (
+            f"-XX:SharedArchiveFile={EXECUTOR_CLASS_ARCHIVE} -Xshare:auto"
         )
     # A driver of a local master runs on this machine, with this pyspark's jars.
     if master.startswith("local") and DRIVER_CLASS_ARCHIVE.is_file():
-        conf.set(
-            "spark.driver.extraJavaOptions",
-            f"-XX:SharedArchiveFile={DRIVER_CLASS_ARCHIVE} -Xshare:auto",
+        settings["spark.driver.extraJavaOptions"] = (
+            f"-XX:SharedArchiveFile={DRIVER_CLASS_ARCHIVE} -Xshare:auto"
         )
     # Python workers that do not walk every object they hold between two tasks
     # (dstream/tasks/daemon.py: PySpark's daemon, freezing what a worker keeps after its
@@ -115,8 +123,7 @@ def recommended_conf(
     # executor that cannot import dstream fails every task: set for local masters (this
     # machine's Python), elsewhere only when asked (dstream installed on every node).
     if daemon if daemon is not None else master.startswith("local"):
-        conf.set("spark.python.daemon.module", DAEMON_MODULE)
+        settings["spark.python.daemon.module"] = DAEMON_MODULE
     if speculation:
-        for key, value in SPECULATION.items():
-            conf.set(key, value)
-    return conf
+        settings.update(SPECULATION)
+    return settings

@@ -61,15 +61,15 @@ def test_what_the_first_tasks_keep_is_frozen_and_later_tasks_add_nothing(
 
 
 def test_the_recommended_conf_runs_this_daemon_where_executors_run_this_python() -> None:
-    from dstream.sparkconf import recommended_conf
+    from dstream.sparkconf import recommended_settings
 
     key = "spark.python.daemon.module"
     for master in ("local[2]", "local-cluster[2,1,1024]"):
-        assert recommended_conf(master).get(key) == daemon.__name__
+        assert recommended_settings(master)[key] == daemon.__name__
     # Executors elsewhere may lack dstream: only when asked (dstream on every node).
-    assert recommended_conf("spark://h:7077").get(key) is None
-    assert recommended_conf("spark://h:7077", daemon=True).get(key) == daemon.__name__
-    assert recommended_conf("local[2]", daemon=False).get(key) is None
+    assert key not in recommended_settings("spark://h:7077")
+    assert recommended_settings("spark://h:7077", daemon=True)[key] == daemon.__name__
+    assert key not in recommended_settings("local[2]", daemon=False)
 
 
 def test_a_worker_forked_after_preload_imports_nothing_to_load_the_engines_tasks() -> None:
