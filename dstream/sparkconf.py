@@ -22,6 +22,7 @@ __all__ = [
     "SPECULATION",
     "recommended_conf",
     "recommended_settings",
+    "worker_daemon",
 ]
 
 # The class-data-sharing archive of an executor JVM's classes that `make shim` dumps on this
@@ -122,8 +123,15 @@ def recommended_settings(
     # first tasks). Spark starts it before a task's --py-files are on its path, so an
     # executor that cannot import dstream fails every task: set for local masters (this
     # machine's Python), elsewhere only when asked (dstream installed on every node).
-    if daemon if daemon is not None else master.startswith("local"):
-        settings["spark.python.daemon.module"] = DAEMON_MODULE
+    settings.update(worker_daemon(master, daemon))
     if speculation:
         settings.update(SPECULATION)
     return settings
+
+
+def worker_daemon(master: str | None, daemon: bool | None = None) -> dict[str, str]:
+    """dstream's Python worker daemon setting, if ``daemon`` or (by default) the master is
+    local (none given: pyspark's default, local[*]), where executors run this Python."""
+    if daemon if daemon is not None else (master is None or master.startswith("local")):
+        return {"spark.python.daemon.module": DAEMON_MODULE}
+    return {}

@@ -17,8 +17,7 @@ import shlex
 from dstream.cli.program import Program
 from dstream.scheduler.progress import ConsoleProgress
 from dstream.shutdown import install_sigterm_exit
-from dstream.sparkconf import RECOMMENDED
-from dstream.versions import DAEMON_MODULE
+from dstream.sparkconf import RECOMMENDED, worker_daemon
 
 __all__ = ["run_program", "submit_args"]
 
@@ -44,19 +43,12 @@ def submit_args(env: str, master: str | None, conf: list[str]) -> list[str]:
         submit += ["--conf", f"{key}={value}"]
     given = {a.partition("=")[0] for flag, a in itertools.pairwise(submit) if flag in CONF_FLAGS}
     given.update(a[len("--conf=") :].partition("=")[0] for a in submit if a.startswith("--conf="))
-    recommended = dict(RECOMMENDED)
-    # dstream's worker daemon only where the executors run this machine's Python (a local
-    # master, or none: pyspark's default is local[*]); see dstream.sparkconf.
     masters = [a for flag, a in itertools.pairwise(submit) if flag == "--master"]
-    if not masters or masters[-1].startswith("local"):
-        recommended[DAEMON_KEY] = DAEMON_MODULE
+    recommended = {**RECOMMENDED, **worker_daemon(masters[-1] if masters else None)}
     for key, value in recommended.items():
         if key not in given:
             submit += ["--conf", f"{key}={value}"]
     return [*submit, "pyspark-shell"]
-
-
-DAEMON_KEY = "spark.python.daemon.module"
 
 
 def run_program(
