@@ -34,6 +34,7 @@ from pyspark import StorageLevel
 from pyspark.rdd import RDD
 from pyspark.serializers import NoOpSerializer, Serializer
 
+from dstream.jvm import java_class
 from dstream.receiver.protocol import decode_records
 
 if TYPE_CHECKING:
@@ -106,13 +107,17 @@ class StoredBlock:
 
 def _block_rdd(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> Any:
     """A JVM ``BlockRDD`` whose partition i reads the stored copies of ``block_ids[i]``."""
-    jvm = sc._jvm
-    assert jvm is not None and sc._gateway is not None
-    storage = jvm.org.apache.spark.storage
-    ids = sc._gateway.new_array(storage.BlockId, len(block_ids))
+    assert sc._gateway is not None
+
+    def storage(name: str) -> Any:
+        return java_class(sc, f"org.apache.spark.storage.{name}")
+
+    ids = sc._gateway.new_array(storage("BlockId"), len(block_ids))
+    rdd_block, stream_block = storage("RDDBlockId"), storage("StreamBlockId")
     for i, (kind, a, b) in enumerate(block_ids):
-        ids[i] = storage.RDDBlockId(a, b) if kind == "rdd" else storage.StreamBlockId(a, b)
-    return jvm.org.apache.spark.rdd.BlockRDD(sc._jsc.sc(), ids, jvm.scala.reflect.ClassTag.AnyRef())
+        ids[i] = rdd_block(a, b) if kind == "rdd" else stream_block(a, b)
+    any_ref = java_class(sc, "scala.reflect.ClassTag").AnyRef()
+    return java_class(sc, "org.apache.spark.rdd.BlockRDD")(sc._jsc.sc(), ids, any_ref)
 
 
 def remove_stream_blocks(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> None:

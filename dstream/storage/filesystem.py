@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dstream.jvm import java_class
 from dstream.storage.paths import is_local, local_path, qualify, split_uri
 
 if TYPE_CHECKING:
@@ -241,14 +242,13 @@ class HadoopFileSystem:
     unlike ``FileSystem.rename``, which moves a source *into* an existing directory."""
 
     def __init__(self, sc: SparkContext, uri: str) -> None:
-        jvm = sc._jvm
-        assert jvm is not None  # a running SparkContext always has its gateway
-        self._jvm = jvm
+        self._sc = sc
         self._gateway: Any = sc._gateway
+        self._io_utils = java_class(sc, "org.apache.commons.io.IOUtils")
         self._conf = sc._jsc.hadoopConfiguration()
-        self._path_cls = jvm.org.apache.hadoop.fs.Path
+        self._path_cls = java_class(sc, "org.apache.hadoop.fs.Path")
         self._fs = self._path(uri).getFileSystem(self._conf)
-        self._fc = jvm.org.apache.hadoop.fs.FileContext.getFileContext(
+        self._fc = java_class(sc, "org.apache.hadoop.fs.FileContext").getFileContext(
             self._fs.getUri(), self._conf
         )
 
@@ -288,7 +288,7 @@ class HadoopFileSystem:
     def read_bytes(self, path: str) -> bytes:
         stream = self._fs.open(self._path(path))
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(self._io_utils.toByteArray(stream))
         finally:
             stream.close()
 
@@ -301,8 +301,9 @@ class HadoopFileSystem:
             out.close()
 
     def rename(self, src: str, dst: str) -> None:
-        options = self._gateway.new_array(self._jvm.org.apache.hadoop.fs.Options.Rename, 1)
-        options[0] = self._jvm.org.apache.hadoop.fs.Options.Rename.NONE
+        rename = java_class(self._sc, "org.apache.hadoop.fs.Options$Rename")
+        options = self._gateway.new_array(rename, 1)
+        options[0] = rename.NONE
         try:
             self._fc.rename(self._path(src), self._path(dst), options)
         except Exception as exc:

@@ -19,6 +19,8 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
+from dstream.jvm import java_class
+
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
@@ -100,13 +102,12 @@ def qualify(path: str, sc: SparkContext) -> str:
     ``fs.defaultFS`` set at runtime counts, as it does for Spark's own reads)."""
     if split_uri(path)[0]:
         return path
-    jvm = sc._jvm
-    assert jvm is not None  # a running SparkContext always has its gateway
+    file_system = java_class(sc, "org.apache.hadoop.fs.FileSystem")
     conf = sc._jsc.hadoopConfiguration()
-    default_fs = str(jvm.org.apache.hadoop.fs.FileSystem.getDefaultUri(conf).toString())
+    default_fs = str(file_system.getDefaultUri(conf).toString())
     working_dir = None
     if not path.startswith("/") and split_uri(default_fs)[0] not in LOCAL_SCHEMES:
-        working_dir = str(jvm.org.apache.hadoop.fs.FileSystem.get(conf).getWorkingDirectory())
+        working_dir = str(file_system.get(conf).getWorkingDirectory())
     return resolve_path(path, default_fs, working_dir)
 
 
