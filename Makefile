@@ -80,7 +80,7 @@ compile:
 	$(PY) -m compileall -q dstream testbed apps
 
 # Two pytest workers: the fault runs on one, every other test on the other (tests/conftest.py).
-PYTEST_WORKERS := -n 2 --dist loadgroup
+PYTEST_WORKERS := -n 2
 
 test: test-deps compile
 	$(PY) -m pytest -q -m "not full" $(PYTEST_WORKERS)

@@ -27,24 +27,45 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
-# `make test` runs two pytest workers (pytest-xdist, ``--dist loadgroup``). The fault runs,
-# each with driver, executor, HDFS or Kafka processes of its own that run on the wall clock,
-# take most of both cores: two at once take more than twice as long each (a chaos run 63 s
-# alone, 228 s beside another), so they form one group that one worker runs one after
-# another, first; the other tests (the session's local[2] context, a ManualClock) run on
-# the other worker meanwhile. Measured on fresh clones of this 2-core machine: fault runs
-# shared out between the workers 18:10 and 12:30 (as the pairs fell), on one worker 15:40.
+# `make test` runs two pytest workers (pytest-xdist). The fault runs, each with driver,
+# executor, HDFS or Kafka processes of its own that run on the wall clock, take most of both
+# cores: two at once take more than twice as long each (a chaos run 63 s alone, 228 s beside
+# another), so one worker runs them one after another, first, while the other runs the rest
+# (the session's local[2] context, a ManualClock), then joins in. The tests under one service
+# (Kafka's broker, HDFS's mini cluster) also share that service this way.
+#
+# This is a scheduler of our own (xdist's hook), not ``xdist_group`` marks: pytest 9 derives
+# ``nodeid`` from a field that xdist 3.8's loadgroup no longer changes, so the marks were
+# silently ignored and fault runs fell to either worker as they came (18:10 on one fresh
+# clone, 12:30 on another).
 FAULT_DIRS = ("recovery", "cluster", "hdfs", "kafka")
+FAULTS = "faults"
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def _is_fault_run(path: str) -> bool:
+    return os.path.relpath(path, _TESTS).split(os.sep)[0] in FAULT_DIRS
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    faults = [i for i in items if os.path.relpath(i.path, _TESTS).split(os.sep)[0] in FAULT_DIRS]
-    for item in faults:
-        item.add_marker(pytest.mark.xdist_group("faults"))
+    faults = [i for i in items if _is_fault_run(str(i.path))]
     chosen = set(map(id, faults))
     items[:] = faults + [i for i in items if id(i) not in chosen]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FaultRunsOnOneWorker(LoadScopeScheduling):
+        """xdist's scope scheduling with one scope for every fault run (sent first, as the
+        largest) and a scope of its own for every other test."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return FAULTS if _is_fault_run(os.path.join(os.path.dirname(_TESTS), path)) else nodeid
+
+    return FaultRunsOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")
