@@ -24,7 +24,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # runs, Kafka, HDFS, the standalone cluster) compiles with C1 only. They live seconds to
 # minutes on two cores, where C2's compiler threads take CPU the test needs: a 10-interval
 # executor-loss run takes 20 s with C2, 15 s without. bench/ runs keep the JVM's default.
-os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 # `make test` runs two pytest workers (pytest-xdist). The fault runs, each with driver,
