@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--from", dest="begin", required=True, help="e.g. '2026-11-26 21:00'")
     replay.add_argument("--to", dest="end", required=True, help="e.g. '21:30' or 'now'")
     replay.add_argument("--speed", default="max", help="max (default), 1x, 10x, ...")
-    replay.add_argument("args", nargs=argparse.REMAINDER, help="-- then the program's arguments")
+    # The program's arguments come after "--" (main() splits them off first): a REMAINDER
+    # positional here would take --from and --to for the program's.
     run = sub.add_parser("run", help="run a program with spark-submit-like options")
     run.add_argument("--master", help="e.g. local[4], local-cluster[3,1,1024], spark://host:7077")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
@@ -56,20 +57,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    replay_args: list[str] = []
+    if argv[:1] == ["replay"] and "--" in argv:
+        cut = argv.index("--")
+        argv, replay_args = argv[:cut], argv[cut + 1 :]
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        hint = (
+            "; the program's own arguments go after --: dstream replay APP.py --from T --to T "
+            "-- ARGS"
+            if args.command == "replay"
+            else ""
+        )
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if args.command == "status":
         from dstream.cli.status import run_status
 
         return run_status(args.directory, args.json)
+    if args.command == "replay":
+        from dstream.cli.replay import run_replay
+
+        return run_replay(args.app, replay_args, args.begin, args.end, args.speed)
     program_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     if args.command == "shell":
         from dstream.cli.shell import run_shell
 
         return run_shell(args.app, program_args)
-    if args.command == "replay":
-        from dstream.cli.replay import run_replay
-
-        return run_replay(args.app, program_args, args.begin, args.end, args.speed)
     if args.command == "run":
         from dstream.cli.run import run_program
 
