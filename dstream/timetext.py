@@ -26,19 +26,25 @@ _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$")
 EXAMPLES = "'21:00', '21:00:30', '-5m', 'now', '2026-11-26 21:00', a datetime or epoch seconds"
 
 
-def parse_when(value: object, now: Time, what: str = "time") -> Time:
-    """The :class:`Time` ``value`` stands for, ``now`` being the current time."""
+def parse_when(
+    value: object, now: Time, what: str = "time", relative_to: Time | None = None
+) -> Time:
+    """The :class:`Time` ``value`` stands for, ``now`` being the current time. ``"now"`` and
+    ``"-5m"`` count from ``relative_to`` when it is given (a stream's newest completed
+    interval: a stream that lags has nothing at the wall clock's "now"); a clock time is
+    still placed on the day by ``now``."""
     if not isinstance(value, str):
         try:
             return to_time(value, what)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc}; or a string such as {EXAMPLES}") from None
     text = value.strip()
+    origin = now if relative_to is None else relative_to
     if text.lower() == "now":
-        return now
+        return origin
     if text.startswith("-"):
         try:
-            return now - to_duration(text[1:].strip(), what)
+            return origin - to_duration(text[1:].strip(), what)
         except (TypeError, ValueError):
             raise ValueError(
                 f"{what} {value!r} is not a time before now: write a duration after the '-', "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site, check_callable
 from dstream.streams.base import DStreamCore
-from dstream.time import to_duration, to_time
+from dstream.time import Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
@@ -86,9 +86,10 @@ class CommonOps(DStreamCore[T]):
         begin gives an empty list.
 
         ``begin``/``end`` are :class:`dstream.Time`, datetimes (naive: local time) or epoch
-        seconds. Only intervals this stream still remembers (see ``remember``) are returned.
+        seconds (and on a user's stream what a person types, see ``at``). Only intervals
+        this stream still remembers (see ``remember``) are returned.
         """
-        b, e = to_time(begin, "slice begin"), to_time(end, "slice end")
+        b, e = self._when(begin, "slice begin"), self._when(end, "slice end")
         if self._zero_time is None:
             raise ContextStateError(
                 f"slice() on {self._label} before ssc.start(): no interval exists yet"
@@ -100,9 +101,15 @@ class CommonOps(DStreamCore[T]):
             t = first
             while t <= last:
                 if t in self._generated:
-                    result.append(self._generated[t])
+                    result.append(t)
                 t = t + slide
-        return result
+        return [self._slice_view(t) for t in result]
+
+    def _when(self, value: object, what: str) -> Time:
+        return to_time(value, what)
+
+    def _slice_view(self, time: Time) -> RDD[T]:
+        return self._generated[time]
 
     # ---- helpers shared by every family ---------------------------------------------------
     def _user(

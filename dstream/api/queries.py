@@ -56,9 +56,9 @@ class QueryOps(CommonOps[T]):
         """The RDD of the interval ``time`` falls in: a :class:`Time`, a datetime, epoch
         seconds, or what a person types (``"21:00:30"``, ``"-5m"``, see
         :mod:`dstream.timetext`)."""
-        t = parse_when(time, self._ssc._clock.now(), "at() time")
-        assert self._zero_time is not None  # _latest_time checked that the stream started
         latest = self._latest_time()
+        t = self._when(time, "at() time")
+        assert self._zero_time is not None  # _latest_time checked that the stream started
         aligned = _ceil(t, self._slide_duration.ms, self._zero_time.ms)
         if aligned > latest:
             raise ValueError(
@@ -66,6 +66,16 @@ class QueryOps(CommonOps[T]):
                 f"newest completed interval is {latest}"
             )
         return self._pinned(aligned)
+
+    def _when(self, value: object, what: str) -> Time:
+        """``value`` as ``at`` and ``slice`` read it: "now" and "-5m" count back from the
+        newest completed interval (the clock's now when none has completed)."""
+        now = self._ssc._clock.now()
+        done = self._ssc._completed_time()
+        return parse_when(value, now, what, relative_to=done)
+
+    def _slice_view(self, time: Time) -> RDD[T]:
+        return self._pinned(time)  # each RDD of a slice holds its interval, as at()'s
 
     # ---- state --------------------------------------------------------------------------------
     def snapshot(self) -> RDD[T]:

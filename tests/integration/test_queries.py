@@ -66,6 +66,31 @@ def test_latest_at_snapshot_and_lookup_read_completed_intervals(harness: Any) ->
         words.at("2100")
 
 
+def test_slice_and_at_take_typed_times_counted_from_the_newest_completed_interval(
+    harness: Any,
+) -> None:
+    """slice() takes what at() takes ("-2s", "now", a clock time), and its RDDs carry their
+    interval and pin it; "now" and "-2s" count back from the newest completed interval, not
+    from the clock (a lagging stream has nothing at the clock's now). Before, slice() raised
+    TypeError on strings, and at("now") with the clock half an interval ahead was refused as
+    "not completed yet"."""
+    h: Harness = harness()
+    words, *_ = totals_program(h)
+    words.remember(10)
+    h.ssc.start()
+    h.run_batches(4)
+    h.clock.advance(B // 2)  # the clock ahead of the newest completed interval (4 s)
+    assert words.at("now").interval == Time(4 * B)
+    assert words.at("-1s").interval == Time(3 * B)  # from the clock: 3.5 s, interval 4 s
+    rdds = words.slice("-2s", "now")
+    assert [r.interval for r in rdds] == [Time(2 * B), Time(3 * B), Time(4 * B)]
+    assert [sorted(r.collect()) for r in rdds] == [["a"], ["a", "c"], ["b"]]
+    clock_time = Time(3 * B).to_datetime().strftime("%H:%M:%S")
+    assert [r.interval for r in words.slice(clock_time, clock_time)] == [Time(3 * B)]
+    with pytest.raises(ValueError, match=r"slice begin '3 pm' is not a time dstream understands"):
+        words.slice("3 pm", "now")
+
+
 def test_a_forgotten_interval_says_what_is_remembered(harness: Any) -> None:
     h: Harness = harness()
     stream = h.ssc.queueStream([[i] for i in range(6)])
