@@ -9,6 +9,10 @@ the engine's view and Spark's copies agree::
     stage tasks:   ██ ██ ██ ███ ██ ████████████████      median of finished = 2 units
                                   └ running 16 units > 1.4 x 2  -> slow
 
+A task is judged only against other executors: it is slow only once a task of its stage has
+finished on another executor. Tasks that all ran on one executor (local mode's "driver", a
+one-executor cluster) differ by noise, not by a slow node.
+
 An executor *straggles in an interval* when one of its tasks of that interval was slow. The
 :class:`ExecutorHealth` record remembers that across intervals: an executor that straggled in
 ``strikes`` of its last ``window`` intervals is to be avoided; after ``cooldown`` it may come
@@ -53,7 +57,12 @@ class SlowTask:
 class _Stage:
     num_tasks: int | None = None
     finished: list[int] = field(default_factory=list)
+    finished_on: set[str] = field(default_factory=set)  # executors with a finished task
     running: dict[int, TaskTiming] = field(default_factory=dict)
+
+    def has_peers(self, executor: str) -> bool:
+        """Whether a task of the stage finished on an executor other than ``executor``."""
+        return bool(self.finished_on - {executor})
 
 
 class StragglerDetector:
@@ -84,6 +93,7 @@ class StragglerDetector:
         stage.running.pop(task.task_id, None)
         if task.successful and task.finish_ms is not None:
             stage.finished.append(task.finish_ms - task.launch_ms)
+            stage.finished_on.add(task.executor)
 
     def threshold_ms(self, stage: tuple[int, int]) -> float | None:
         """The running time above which a task of ``stage`` is slow, or None until enough of
@@ -104,7 +114,7 @@ class StragglerDetector:
                 continue
             for t in s.running.values():
                 running = now_ms - t.launch_ms
-                if running > limit:
+                if running > limit and s.has_peers(t.executor):
                     slow.append(
                         SlowTask(key, t.task_id, t.index, t.executor, running, limit, t.group)
                     )
@@ -113,8 +123,11 @@ class StragglerDetector:
     def finished_slow(self, task: TaskTiming) -> bool:
         """Whether a task that just finished had been slow (compared with its peers)."""
         limit = self.threshold_ms(task.stage)
+        s = self._stages.get(task.stage)
         return (
             limit is not None
+            and s is not None
+            and s.has_peers(task.executor)
             and task.finish_ms is not None
             and task.finish_ms - task.launch_ms > limit
         )

@@ -25,11 +25,26 @@ def test_a_task_slower_than_1_4_times_the_median_is_slow() -> None:
     assert d.threshold_ms(STAGE) == pytest.approx(1.4 * 110)
     assert d.slow_tasks(150) == []  # running 150 ms < 154 ms
     slow = d.slow_tasks(160)
-    assert [(s.task_id, s.executor, s.running_ms) for s in slow] == [(2, "e1", 160), (3, "e2", 160)]
+    # Task 2 runs on e1, like every finished task: not judged against its own executor.
+    assert [(s.task_id, s.executor, s.running_ms) for s in slow] == [(3, "e2", 160)]
     d.task_ended(task(2, "e1", 0, 130))
     assert [s.task_id for s in d.slow_tasks(200)] == [3]
     assert d.finished_slow(task(3, "e2", 0, 400))
     assert not d.finished_slow(task(3, "e2", 0, 150))
+
+
+def test_tasks_of_a_single_executor_are_never_judged_against_each_other() -> None:
+    """Local mode's one executor ("driver"): its tasks differ by noise, never by a slow
+    node; a two-task stage whose second task took 3x the first is no straggler."""
+    d = StragglerDetector()
+    d.stage_submitted(STAGE, 2)
+    d.task_started(task(1, "driver", 0))
+    d.task_ended(task(0, "driver", 0, 10))
+    assert d.threshold_ms(STAGE) == pytest.approx(14)
+    assert d.slow_tasks(30) == []
+    assert not d.finished_slow(task(1, "driver", 0, 30))
+    d.task_ended(task(1, "driver", 0, 30))
+    assert d.stage_completed(STAGE) == []
 
 
 def test_a_minimum_runtime_keeps_tiny_stages_from_looking_slow() -> None:
