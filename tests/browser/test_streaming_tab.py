@@ -147,12 +147,17 @@ def test_the_page_shows_the_runs_batches_with_their_real_numbers(run: Run) -> No
         read = row.find("td", cls="read").clean_text
         for path in files:
             assert path in read
+        # What the source read, in words: no field names, no empty lists ("0 skipped").
+        assert "_count" not in read and "0 skipped" not in read, read
     # The poisoned file's batch failed, and says why, in both tables.
     (failed,) = [p for p in progress if p["failed"]]
     assert any("poison-2.txt" in f for s in failed["sources"] for f in s.get("files", []))
     for table in ("completed-batches-table", "failed-batches-table"):
         row = rows_by_batch(page, table)[failed["batchId"]]
-        assert "poison line in this interval's input" in row.find("td", cls="error").clean_text
+        error = row.find("td", cls="error").clean_text
+        # The exception first, then where it was raised (the operator, once).
+        assert error.startswith("ValueError: poison line in this interval's input"), error
+        assert error.count("foreachRDD at") == 1 and "output operation #" not in error, error
         assert row.find("td", cls="outputs").clean_text == "1/2"
     # The state stream: its checkpoint and lineage as the last progress record says.
     (state,) = progress[-1]["stateOperators"]

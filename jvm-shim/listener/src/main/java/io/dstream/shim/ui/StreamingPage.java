@@ -251,7 +251,7 @@ final class StreamingPage extends WebUIPage {
       out.append(Views.jobLinks(request, tab, Views.batchJobs(jobs, b)));
       out.append("</td><td class=\"read\">").append(Views.batchRead(b, 3)).append("</td>");
       out.append("<td class=\"stragglers\">").append(Views.stragglers(b)).append("</td>");
-      out.append("<td class=\"error\">").append(Views.batchError(b, 200)).append("</td></tr>");
+      out.append("<td class=\"error\">").append(Views.batchError(b, 1000)).append("</td></tr>");
     }
     return out.append("</tbody></table>\n").toString();
   }

@@ -7,6 +7,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.spark.status.api.v1.JobData;
 import org.apache.spark.ui.UIUtils;
 import scala.Function0;
@@ -20,6 +22,14 @@ final class Views {
   /** Keys of a source entry that are not about what it read. */
   private static final Set<String> SOURCE_COUNTS =
       Set.of("description", "numInputRows", "inputRowsPerSecond");
+
+  /**
+   * The first line of a failed output's error (dstream.scheduler.failures): "batch T, output
+   * operation #I (LABEL): OPERATOR failed WHERE: CAUSE".
+   */
+  private static final Pattern FAILURE =
+      Pattern.compile("batch [^,]*, output operation #\\d+ \\((.*?)\\): (.+?) failed (in a task|on"
+          + " the driver): (.*)");
 
   private Views() {}
 
@@ -98,28 +108,38 @@ final class Views {
   static String sourceRead(JsonNode source, int limit) {
     StringBuilder out = new StringBuilder();
     for (Map.Entry<String, JsonNode> field : source.properties()) {
-      if (SOURCE_COUNTS.contains(field.getKey())) {
+      String key = field.getKey();
+      JsonNode value = field.getValue();
+      if (SOURCE_COUNTS.contains(key)) {
         continue;
       }
-      JsonNode value = field.getValue();
+      if (key.endsWith("_count") && source.path(key.substring(0, key.length() - 6)).isArray()) {
+        continue; // the total of a list that may be cut short: shown with the list
+      }
       if (value.isArray()) {
-        out.append("<div class=\"source-").append(Html.esc(field.getKey())).append("\">");
-        out.append(value.size()).append(' ').append(Html.esc(field.getKey()));
-        if (value.size() > 0) {
-          out.append(":<ul class=\"mb-0\">");
-          int shown = 0;
-          for (JsonNode item : value) {
-            if (shown++ == limit) {
-              out.append("<li>... and ").append(value.size() - limit).append(" more</li>");
-              break;
-            }
-            out.append("<li><code>").append(Html.text(item)).append("</code></li>");
-          }
-          out.append("</ul>");
+        // A list with its total ("skipped" and "skipped_count"): the total is the count.
+        JsonNode total = source.path(key + "_count");
+        int count = total.isNumber() ? total.asInt() : value.size();
+        if (count == 0) {
+          continue; // nothing to say ("0 skipped" was noise in every row)
         }
-        out.append("</div>");
+        out.append("<div class=\"source-").append(Html.esc(key)).append("\">");
+        out.append(count).append(' ').append(Html.esc(key.replace('_', ' ')));
+        out.append(":<ul class=\"mb-0\">");
+        int shown = 0;
+        for (JsonNode item : value) {
+          if (shown++ == limit) {
+            break;
+          }
+          out.append("<li><code>").append(Html.text(item)).append("</code></li>");
+        }
+        if (count > Math.min(limit, value.size())) {
+          out.append("<li>... and ").append(count - Math.min(limit, value.size()));
+          out.append(" more</li>");
+        }
+        out.append("</ul></div>");
       } else {
-        out.append("<div>").append(Html.esc(field.getKey())).append(": ");
+        out.append("<div>").append(Html.esc(key.replace('_', ' '))).append(": ");
         out.append(Html.text(value)).append("</div>");
       }
     }
@@ -138,14 +158,31 @@ final class Views {
     return out.length() == 0 ? "-" : out.toString();
   }
 
-  /** The failures of a batch's output operations (first lines), or "". */
+  /**
+   * The failures of a batch's output operations, or "": the exception first (at most
+   * {@code maxChars}), then where it was raised; the whole error in the tooltip.
+   */
   static String batchError(JsonNode batch, int maxChars) {
     StringBuilder out = new StringBuilder();
     for (JsonNode output : batch.path("outputs")) {
       JsonNode failure = output.path("failure");
       if (failure.isTextual()) {
+        String first = Html.firstLine(failure.asText(), Integer.MAX_VALUE);
+        String cause = first;
+        String where = "";
+        Matcher m = FAILURE.matcher(first);
+        if (m.matches()) {
+          cause = m.group(4);
+          where = m.group(2) + ", " + m.group(3);
+          if (!m.group(1).equals(m.group(2))) {
+            where += ", output " + m.group(1);
+          }
+        }
         out.append("<div class=\"batch-error\" title=\"").append(Html.esc(failure.asText()));
-        out.append("\">").append(Html.esc(Html.firstLine(failure.asText(), maxChars)));
+        out.append("\">").append(Html.esc(Html.firstLine(cause, maxChars)));
+        if (!where.isEmpty()) {
+          out.append(" <small class=\"text-muted\">(").append(Html.esc(where)).append(")</small>");
+        }
         out.append("</div>");
       }
     }
