@@ -24,6 +24,7 @@ from traffic.network import City
 from traffic.queries import RouteTime, SlowLink, slowest
 from traffic_em import (
     MINUTE_MS,
+    IntervalClock,
     LatestEstimates,
     batch_estimates,
     estimates_stream,
@@ -130,9 +131,7 @@ def launch(argv: list[str] | None = None) -> App:
     batch_ms = to_duration(args.batch, "--batch").ms
     start_tod = _clock(args.start) if args.start else traffic_config.start_ms + settings.window_ms
     # The replay starts a window before start_tod, so that the first estimates there have
-    # a full window behind them. Stream time T is the time of day T + offset: the first
-    # interval (the one ending at the next multiple of the batch after start()) is the
-    # data's first interval.
+    # a full window behind them.
     today = read_observations(os.path.join(args.data, "today.txt"))
     replay = [
         (t, [o.format() for o in obs])
@@ -141,8 +140,10 @@ def launch(argv: list[str] | None = None) -> App:
     ]
     if not replay:
         raise SystemExit(f"{args.data}/today.txt has no observation after --start {args.start}")
-    first = (int(time.time() * 1000) // batch_ms + 1) * batch_ms
-    offset = replay[0][0] - first
+    # Interval k of the stream holds replay[k]: the data's time of day of an interval is
+    # counted from the first interval actually run (not from the clock read here, before a
+    # setup that may cross an interval boundary).
+    clock = IntervalClock(replay[0][0])
     lines = ssc.queueStream([batch for _, batch in replay], default=[])
     history = None
     if settings.history_days > 0:
@@ -154,20 +155,20 @@ def launch(argv: list[str] | None = None) -> App:
         settings,
         batch_ms=batch_ms,
         history=history,
-        time_offset_ms=offset,
         partitions=args.partitions,
+        clock=clock,
     )
     output = args.output or tempfile.mkdtemp(prefix="traffic-estimates-")
     estimates.map(format_estimate).saveAsTextFiles(os.path.join(output, "estimates"))
     latest = LatestEstimates(estimates)
     if not args.quiet:
-        estimates.foreachRDD(_summary(city, offset))
+        estimates.foreachRDD(_summary(city, clock))
     print(f"estimates every {args.batch} to {output}", flush=True)
     ssc.start()
     return App(ssc, city, priors, latest)
 
 
-def _summary(city: City, offset_ms: int) -> Callable[[Time, RDD[tuple[int, Params]]], None]:
+def _summary(city: City, clock: IntervalClock) -> Callable[[Time, RDD[tuple[int, Params]]], None]:
     corridor = city.corridor.tolist()
     length = city.length_m.tolist()
 
@@ -182,10 +183,10 @@ def _summary(city: City, offset_ms: int) -> Callable[[Time, RDD[tuple[int, Param
         corridors = f"{total[1] / total[0]:.0f}" if total[0] else "-"
         others = f"{total[3] / total[2]:.0f}" if total[2] else "-"
         worst = ", ".join(f"link {s.link} {s.speed_kmh:.0f} km/h" for s in slow)
-        tod = (t.ms + offset_ms) // 1000
-        clock = f"{tod // 3600:02d}:{tod // 60 % 60:02d}:{tod % 60:02d}"
+        tod = clock.tod_ms(t) // 1000
+        shown = f"{tod // 3600:02d}:{tod // 60 % 60:02d}:{tod % 60:02d}"
         print(
-            f"[{clock}] {total[0] + total[2]} links estimated; mean speed "
+            f"[{shown}] {total[0] + total[2]} links estimated; mean speed "
             f"on corridors {corridors} km/h, elsewhere {others} km/h; slowest: {worst}",
             flush=True,
         )

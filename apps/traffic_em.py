@@ -208,6 +208,24 @@ def _newest(new: list[Params], old: Params | None) -> Params | None:
     return new[-1] if new else old
 
 
+class IntervalClock:
+    """The data's time of day of a stream interval, when interval times are the wall clock's
+    and the data's are another day's: the first interval the program runs holds the data's
+    first interval (``first_tod_ms``, where a queue of replayed intervals starts), and each
+    later one is that much later. Taken from the interval that actually ran, not from the
+    clock read before ``start()``, so a setup that crosses an interval boundary shifts
+    nothing (labels, history windows and sampler seeds): reruns of the same input agree."""
+
+    def __init__(self, first_tod_ms: int) -> None:
+        self.first_tod_ms = first_tod_ms
+        self._first: Time | None = None  # set by the first interval (the scheduler's thread)
+
+    def tod_ms(self, t: Time) -> int:
+        if self._first is None:
+            self._first = t
+        return self.first_tod_ms + (t.ms - self._first.ms)
+
+
 def estimates_stream(
     ssc: StreamingContext,
     lines: DStream[str],
@@ -218,10 +236,12 @@ def estimates_stream(
     history: RDD[tuple[int, tuple[str, ...]]] | None = None,
     time_offset_ms: int = 0,
     partitions: int = 4,
+    clock: IntervalClock | None = None,
 ) -> DStream[tuple[int, Params]]:
     """The per-link estimates, every interval: ``(link, (k, theta))`` of every link ever
     estimated. ``lines`` are today's observations in their text format, ``batch_ms`` the
-    context's batch interval; interval ``T`` is the time of day ``T + time_offset_ms``."""
+    context's batch interval; interval ``T`` is the time of day ``T + time_offset_ms``, or
+    with ``clock`` the time of day ``clock`` gives it (counted from the first interval run)."""
     sc = ssc.sparkContext
     prior_table = sc.broadcast((priors.shape, priors.scale))
     if settings.window_ms % batch_ms:
@@ -234,7 +254,7 @@ def estimates_stream(
 
     def interval(t: Time, live: RDD[str]) -> RDD[tuple[int, Params]]:
         first[:] = first or [t]
-        now = t.ms + time_offset_ms
+        now = t.ms + time_offset_ms if clock is None else clock.tod_ms(t)
         data = live.map(partial(_key_and_weigh, now_ms=now, settings=settings))
         if history is not None and settings.history_days > 0:
             past = history.flatMap(partial(_history_window, now_ms=now, settings=settings))

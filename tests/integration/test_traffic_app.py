@@ -111,19 +111,39 @@ def test_the_batch_baseline_on_spark_equals_the_pure_python_one(sc: Any, dataset
 
 
 def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    args = ["--data", dataset, "--output", str(out), "--seconds", "8", "--batch", "2s"]
-    args += ["--window", "10s", "--samples", "20", "--chains", "10", "--history-days", "2"]
-    done = run_app(APPS / "traffic_em.py", [*args, "--start", "06:08"])
-    assert "slowest links now:" in done.stdout and "corner to corner" in done.stdout
-    assert done.stdout.rstrip().endswith("stopped cleanly")
-    committed = sorted(p for p in out.iterdir() if p.name.startswith("estimates-"))
-    assert committed, done.stdout
-    lines = [
-        line for part in committed[-1].glob("part-*") for line in part.read_text().splitlines()
-    ]
+    """The app on the real clock, twice over the same input: its first line is labelled
+    with the first replayed interval's time of day, and both runs commit the same estimates,
+    interval by interval. Before, the label (and the history window, weights and sampler
+    seeds) came from the wall clock read before a setup that could cross an interval
+    boundary: one run printed [06:07:54] for (06:07:50, 06:07:52], reruns differed."""
+    args = ["--data", dataset, "--seconds", "8", "--batch", "2s", "--window", "10s"]
+    args += ["--samples", "20", "--chains", "10", "--history-days", "2", "--start", "06:08"]
+    today = read_observations(os.path.join(dataset, "today.txt"))
+    first = next(t for t, _ in intervals(today, 2000) if t > 6 * H + 8 * MIN - 10_000) // 1000
+    label = f"[{first // 3600:02d}:{first // 60 % 60:02d}:{first % 60:02d}]"
+    runs = []
+    for run in ("first", "second"):
+        out = tmp_path / run
+        done = run_app(APPS / "traffic_em.py", [*args, "--output", str(out)])
+        assert "slowest links now:" in done.stdout and "corner to corner" in done.stdout
+        assert done.stdout.rstrip().endswith("stopped cleanly")
+        stamped = [line for line in done.stdout.splitlines() if line.startswith("[")]
+        assert stamped and stamped[0].startswith(label), (label, stamped[:2])
+        committed = sorted(
+            (p for p in out.iterdir() if p.name.startswith("estimates-")),
+            key=lambda p: int(p.name.rsplit("-", 1)[1]),
+        )
+        runs.append(
+            [
+                sorted(ln for f in d.glob("part-*") for ln in f.read_text().splitlines())
+                for d in committed
+            ]
+        )
     city, _ = load_city(dataset)
-    for line in lines:
+    for line in runs[0][-1]:
         link, k, theta, mean = line.split("|")
         assert 0 <= int(link) < city.n_links
         assert float(k) * float(theta) == pytest.approx(float(mean))
+    common = min(map(len, runs))
+    assert common >= 2, [len(r) for r in runs]
+    assert runs[0][:common] == runs[1][:common]  # bit for bit
