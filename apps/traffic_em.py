@@ -234,14 +234,13 @@ def estimates_stream(
     *,
     batch_ms: int,
     history: RDD[tuple[int, tuple[str, ...]]] | None = None,
-    time_offset_ms: int = 0,
     partitions: int = 4,
     clock: IntervalClock | None = None,
 ) -> DStream[tuple[int, Params]]:
     """The per-link estimates, every interval: ``(link, (k, theta))`` of every link ever
     estimated. ``lines`` are today's observations in their text format, ``batch_ms`` the
-    context's batch interval; interval ``T`` is the time of day ``T + time_offset_ms``, or
-    with ``clock`` the time of day ``clock`` gives it (counted from the first interval run)."""
+    context's batch interval; interval ``T`` is the time of day ``T``, or with ``clock`` the
+    time of day ``clock`` gives it (counted from the first interval run)."""
     sc = ssc.sparkContext
     prior_table = sc.broadcast((priors.shape, priors.scale))
     if settings.window_ms % batch_ms:
@@ -254,7 +253,7 @@ def estimates_stream(
 
     def interval(t: Time, live: RDD[str]) -> RDD[tuple[int, Params]]:
         first[:] = first or [t]
-        now = t.ms + time_offset_ms if clock is None else clock.tod_ms(t)
+        now = t.ms if clock is None else clock.tod_ms(t)
         data = live.map(partial(_key_and_weigh, now_ms=now, settings=settings))
         if history is not None and settings.history_days > 0:
             past = history.flatMap(partial(_history_window, now_ms=now, settings=settings))

@@ -31,7 +31,8 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSeria
 # executor, HDFS or Kafka processes of its own that run on the wall clock, take most of both
 # cores: two at once take more than twice as long each (a chaos run 63 s alone, 228 s beside
 # another), so one worker runs them one after another, first, while the other runs the rest
-# (the session's local[2] context, a ManualClock), then joins in. The tests under one service
+# (the session's local[2] context, a ManualClock); a worker that is done takes what is left
+# of the rest. The tests under one service
 # (Kafka's broker, HDFS's mini cluster) also share that service this way.
 #
 # This is a scheduler of our own (xdist's hook), not ``xdist_group`` marks: pytest 9 derives
