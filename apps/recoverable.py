@@ -5,7 +5,8 @@ Reads the new text files of a directory, and for every interval writes, exactly 
 * ``lines-<ms>``: the lines the interval read (so every input line appears in exactly one
   interval's output, however often the driver died),
 * ``totals-<ms>``: the running count of every word since the start (updateStateByKey),
-* ``window-<ms>``: word counts over the last 10 s (reduceByKeyAndWindow with an inverse),
+* ``window-<ms>``: word counts over the last 10 s (reduceByKeyAndWindow with an inverse;
+  ``--window-strategy replay`` rebuilds it from the input files instead of checkpointing it),
 * ``sessions-<ms>``: each word seen in the last 6 s and its count since its session began
   (``track`` with a 6 s timeout),
 * ``sink/<ms>.txt``: the interval's word counts, through ``save(sink)``: the sink writes each
@@ -44,6 +45,7 @@ def build(sc: Any, args: Any) -> StreamingContext:
     totals.saveAsTextFiles(f"{args.output}/totals")
     window = words.reduceByKeyAndWindow(operator.add, operator.sub, 10)
     window.setName("window").checkpoint(args.checkpoint_every)
+    window.recoveryStrategy(args.window_strategy)
     window.saveAsTextFiles(f"{args.output}/window")
     sessions = words.track(lambda w, n: n, lambda w, total, n: total + n, 6)
     sessions.setName("sessions").checkpoint(args.checkpoint_every)
@@ -78,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--input", required=True)
     p.add_argument("--output", required=True)
     p.add_argument("--checkpoint-every", default="2s", help="state checkpoint interval")
+    p.add_argument(
+        "--window-strategy",
+        default="checkpoint",
+        choices=["checkpoint", "replay", "replicate", "auto"],
+        help="how the window's state is recovered (recoveryStrategy)",
+    )
     p.set_defaults(batch="500ms", seconds=3600.0)
     args = p.parse_args(argv)
     if not args.checkpoint:

@@ -518,11 +518,13 @@ class StreamingContext:
         if limit is None:
             return
         for stream in self._graph.streams:
-            if stream._is_state and limit <= stream._checkpoint_interval_or_default():
+            needed = stream._history_needed()
+            if needed is not None and limit <= needed[0]:
                 raise ValueError(
-                    f"settings.max_history {limit} must be longer than the checkpoint interval "
-                    f"{stream._checkpoint_interval_or_default()} of {stream._label}: state older "
-                    "than its last checkpoint must still be there to be recomputed"
+                    f"settings.max_history {limit} must be longer than the {needed[1]} "
+                    f"{needed[0]} of {stream._label}: the input since its last checkpoint, or "
+                    "its window, must still be there to be recomputed; raise max_history or "
+                    "shorten that interval"
                 )
 
     def _open_journal(self) -> MetadataJournal:

@@ -55,6 +55,49 @@ def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
     return counts
 
 
+# The strategies workload: the same windowed word count under each recovery strategy, and
+# a running total (updateStateByKey, checkpointed), tagged by name in one output.
+STRATEGY_WINDOWS = ("checkpoint", "replay", "replicate")
+
+
+def strategies(ssc: Any, args: argparse.Namespace) -> Any:
+    """A program mixing recovery strategies (``recoveryStrategy``): a windowed word count
+    with the inverse under each of them, and a running total; one output, each record
+    ``[name, word, count]``."""
+    pairs = (
+        ssc.rateStream(args.rate, numPartitions=args.partitions, seed=WORDCOUNT_SEED)
+        .flatMap(str.split)
+        .map(lambda w: (w, 1))
+    )
+    tagged = []
+    for kind in STRATEGY_WINDOWS:
+        counts = pairs.reduceByKeyAndWindow(
+            operator.add, operator.sub, args.window, 1, args.state_partitions or args.partitions
+        )
+        counts.setName(kind).checkpoint(args.checkpoint)
+        if kind == "replicate":
+            counts.recoveryStrategy(kind, every=args.checkpoint, copies=2)
+        else:
+            counts.recoveryStrategy(kind)
+        tagged.append(counts.map(lambda kv, k=kind: [k, kv[0], kv[1]]))
+    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new))
+    totals.setName("total").checkpoint(args.checkpoint)
+    tagged.append(totals.map(lambda kv: ["total", kv[0], kv[1]]))
+    return ssc.union(*tagged)
+
+
+def strategies_oracle(intervals: int, window_s: int, rate: int = 2000, partitions: int = 6) -> Any:
+    """What :func:`strategies` outputs on a run from time 0."""
+    windows = wordcount_oracle(intervals, window_s, rate, partitions)["outputs"]
+    outputs: dict[str, Any] = {}
+    total: Counter[str] = Counter()
+    for t, lines in interval_lines(WORDCOUNT_SEED, intervals, rate, partitions):
+        total.update(w for line in lines for w in line.split())
+        tagged = [[k, w, n] for k in STRATEGY_WINDOWS for w, n in windows[str(t)]]
+        outputs[str(t)] = sorted(tagged + [["total", w, n] for w, n in total.items()])
+    return {"outputs": outputs}
+
+
 def grep(ssc: Any, args: argparse.Namespace) -> Any:
     """Records containing a word, counted per interval (stateless). With ``--task-ms``
     every task also waits that long first, as a task reading from a slow store would: the
@@ -115,7 +158,7 @@ def _after_ms(ms: int) -> Any:
     return wait_then_pass
 
 
-WORKLOADS = {"wordcount": wordcount, "grep": grep}
+WORKLOADS = {"wordcount": wordcount, "grep": grep, "strategies": strategies}
 
 
 class Slower(threading.Thread):
@@ -289,6 +332,18 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         if slower is not None:
             slower.stop()
         ssc.stop(stopSparkContext=False)
+    # Bytes each named state wrote to checkpoints over the run (replay: none).
+    from dstream.streams.state_base import StateStream
+
+    def state_name(state: Any) -> str:  # setName() names the stream the operator returned
+        views = (v._user_name for v in ssc._graph.streams if v._checkpoint_target is state)
+        return state._user_name or next((n for n in views if n), state._label)
+
+    checkpoint_bytes = {
+        state_name(s): s._checkpoint_bytes_total
+        for s in ssc._graph.streams
+        if isinstance(s, StateStream)
+    }
     stragglers: dict[str, list[str]] = {}
     for ms in processing:
         tasks = ssc.executor_monitor.tasks_of(Time(ms))
@@ -354,6 +409,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "depth": args.depth,
         "executor_actions": actions,
         "stragglers_by_interval": stragglers,
+        "checkpoint_bytes": checkpoint_bytes,
     }
 
 

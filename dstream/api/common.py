@@ -55,6 +55,39 @@ class CommonOps(DStreamCore[T]):
         self._checkpoint_interval = duration
         return self
 
+    def recoveryStrategy(
+        self, kind: str, every: object = None, copies: int | None = None
+    ) -> DStreamCore[T]:
+        """How the state behind this stream survives a lost executor or driver (StreamScope's
+        strategies, per stream; see :mod:`dstream.streams.strategy`):
+
+        * ``"checkpoint"`` (the default): state files every ``every`` (the checkpoint
+          interval), lineage recomputed from the last one.
+        * ``"replay"`` (windows with an inverse only): no checkpoint files; the window is
+          rebuilt from its per-interval inputs every ``every`` (default: the window), after a
+          loss and after a restart.
+        * ``"replicate"``: ``copies`` (default 2) of each interval's state in executor memory,
+          a loss reads a copy; checkpoints every ``every`` (default: ten times the usual
+          interval) for lineage and restarts.
+        * ``"auto"``: checkpoint, then replay if the first checkpoint measured costs more than
+          5 % of the time between checkpoints and the state can replay.
+        """
+        self._ssc._check_can_add("recoveryStrategy")
+        target = self._checkpoint_target
+        if target is not None:
+            cast("CommonOps[Any]", target).recoveryStrategy(kind, every, copies)
+            return self
+        from dstream.streams.state_base import StateStream
+
+        if not isinstance(self, StateStream):
+            raise ValueError(
+                f"recoveryStrategy({kind!r}) on {self._label}, which keeps no state between "
+                "intervals (lineage alone recovers it); call it on the stream a window with an "
+                "inverse, updateStateByKey or track returned"
+            )
+        self._set_strategy(kind, every, copies)
+        return self
+
     def cache(self) -> DStreamCore[T]:
         """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
         from pyspark import StorageLevel

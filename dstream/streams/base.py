@@ -248,8 +248,10 @@ class DStreamCore(Generic[T]):
     # A stream that keeps files of its own (track()'s snapshots) needs a storage directory.
     _needs_storage: bool = False
 
-    def _checkpoint_interval_or_default(self) -> Duration:
-        return self._checkpoint_interval or self._default_checkpoint_interval()
+    def _history_needed(self) -> tuple[Duration, str] | None:
+        """How much past input this stream's recovery reads, and what sets it (state
+        streams: their checkpoint interval, or the window a replay rebuilds)."""
+        return None
 
     def _default_checkpoint_interval(self) -> Duration:
         """The smallest multiple of the slide that is at least 10 s."""

@@ -83,6 +83,9 @@ class StateDStream(StateStream):
 
     # The initial RDD exists only in the driver that made it (a restart uses checkpoints).
     _transient: ClassVar[tuple[str, ...]] = ("_initial",)
+    _unbounded: ClassVar[str | None] = (
+        "updateStateByKey keeps each key's state from every interval since the start"
+    )
 
     def _init_transient(self) -> None:
         super()._init_transient()
@@ -137,6 +140,9 @@ class TrackDStream(StateStream):
     # The SHA-256 of each partition's snapshot, per checkpoint (batch ms): from the
     # compaction that wrote them, or read back from the checkpoint's manifest.
     _transient: ClassVar[tuple[str, ...]] = ("_digests",)
+    _unbounded: ClassVar[str | None] = (
+        "track() keeps each key's state from every interval since the start (until its timeout)"
+    )
 
     def _init_transient(self) -> None:
         super()._init_transient()

@@ -23,6 +23,7 @@ asynchronous.
 from __future__ import annotations
 
 import logging
+import time as _time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,10 +35,12 @@ from dstream.storage.filesystem import filesystem_for, publish
 from dstream.storage.paths import qualify
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
 from dstream.streams.base import STATE, DStreamCore
+from dstream.streams.copartitioned import memory_only
+from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
-    from pyspark import RDD
+    from pyspark import RDD, StorageLevel
 
 __all__ = ["StateStream"]
 
@@ -60,6 +63,11 @@ class StateStream(DStream[Any]):
         self._partitions = num_partitions
         self._storage_level = STATE
         self._root: str | None = None
+        # How this state survives the loss of its partitions (see dstream.streams.strategy).
+        self._strategy = RecoveryStrategy()
+
+    # Why the state cannot be rebuilt from a window of input (None: it can, see _window).
+    _unbounded: ClassVar[str | None] = "its state depends on every interval since the start"
 
     _transient: ClassVar[tuple[str, ...]] = (
         "published_ms",
@@ -68,6 +76,11 @@ class StateStream(DStream[Any]):
         "root",
         "files",
         "_restored_key",
+        "_auto",
+        "_completed_ms",
+        "_restored_floor_ms",
+        "_checkpoint_bytes",
+        "_checkpoint_bytes_total",
     )
 
     def _init_transient(self) -> None:
@@ -83,6 +96,16 @@ class StateStream(DStream[Any]):
         self._files: TaskFiles = LocalTaskFiles()
         # Names this stream's checkpoint directory; a restored stream keeps its old key.
         self._restored_key: str | None = None
+        # What "auto" picked and why, once a checkpoint was measured (or a restart read it).
+        self._auto: tuple[str, str] | None = None
+        # The newest completed interval, and the low-water mark a restart read from the
+        # journal (replay: the oldest interval a rebuild may still fold).
+        self._completed_ms: int | None = None
+        self._restored_floor_ms: int | None = None
+        # Bytes of the last checkpoint written (progress records, "auto"), and of all of
+        # them since this driver started.
+        self._checkpoint_bytes: int | None = None
+        self._checkpoint_bytes_total = 0
 
     # ---- what a state stream implements --------------------------------------------------
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -109,14 +132,71 @@ class StateStream(DStream[Any]):
     def _key(self) -> str:
         return self._restored_key if self._restored_key is not None else str(self._id)
 
+    # ---- the recovery strategy ----------------------------------------------------------------
     @property
-    def _checkpoint_every(self) -> Duration:
-        return self._checkpoint_interval or self._default_checkpoint_interval()
+    def _window(self) -> Duration | None:
+        """The window a replay rebuilds this state from (None: it cannot replay)."""
+        return None
+
+    def _set_strategy(self, kind: object, every: object, copies: object) -> None:
+        self._strategy = strategy_for(
+            kind,
+            slide=self._slide_duration,
+            window=self._window,
+            unbounded=self._unbounded,
+            label=self._label,
+            every=every,
+            copies=copies,
+        )
+
+    @property
+    def _kind(self) -> str:
+        """The strategy in force: "auto" is "checkpoint" until a checkpoint was measured."""
+        kind = self._strategy.kind
+        if kind == "auto":
+            return self._auto[0] if self._auto is not None else "checkpoint"
+        return kind
+
+    @property
+    def _checkpoint_every(self) -> Duration | None:
+        """How often the state is checkpointed (None: never, under replay)."""
+        if self._kind == "replay":
+            return None
+        default = self._checkpoint_interval or self._default_checkpoint_interval()
+        return self._strategy.checkpoint_every(default)
+
+    def _history_needed(self) -> tuple[Duration, str] | None:
+        every = self._checkpoint_every
+        if every is not None:
+            return every, "checkpoint interval"
+        assert self._window is not None
+        return self._window, "replayed window"
+
+    def _is_cut(self, time: Time) -> bool:
+        """replay: whether ``time``'s state is rebuilt from the window's inputs (which cuts
+        lineage, as a checkpoint does) instead of stepped from the previous state."""
+        if self._kind != "replay" or self._zero_time is None:
+            return False
+        strategy = self._strategy
+        if strategy.kind == "auto":
+            assert self._window is not None
+            strategy = RecoveryStrategy("replay", window=self._window)
+        return strategy.is_cut(time - self._zero_time)
 
     def _replay_span(self) -> Duration:
         """How far back a rebuild may reach: the checkpoint lags by up to one interval plus the
-        time its write takes; three intervals leaves room for a slow write."""
-        return self._checkpoint_every * 3
+        time its write takes; three intervals leaves room for a slow write. Under replay, the
+        window (and the interval in progress)."""
+        every = self._checkpoint_every
+        if every is None:
+            assert self._window is not None
+            return self._window + self._slide_duration
+        return every * 3
+
+    def _persist_level(self) -> StorageLevel | None:
+        if self._storage_level == STATE:
+            return memory_only(self._strategy.copies(self._ssc._settings.state_replicas))
+        return self._storage_level
 
     def _prepare_storage(self, root: str) -> None:
         # Resolved once (a path without a scheme is on the default file system, as for
@@ -141,7 +221,12 @@ class StateStream(DStream[Any]):
         with self._lock:
             base = self._published_ms
         rdd: RDD[Any] | None
-        if previous is not None and self._built_on.get(previous_time) == base:
+        if self._is_cut(time) and (cut := self._rebuild(time, None)) is not None:
+            # replay: the window from its inputs; no checkpoint is read again.
+            with self._lock:
+                self._published_ms = None
+            rdd, built_on = cut, None
+        elif previous is not None and self._built_on.get(previous_time) == base:
             rdd, built_on = self._step(time, previous), base
         else:
             rdd, built_on = self._rebuild(time, base), base
@@ -184,7 +269,11 @@ class StateStream(DStream[Any]):
         )
 
     def _on_batch_completed(self, time: Time) -> None:
-        if self._zero_time is None or (time - self._zero_time).ms % self._checkpoint_every.ms:
+        with self._lock:
+            if self._completed_ms is None or time.ms > self._completed_ms:
+                self._completed_ms = time.ms
+        every = self._checkpoint_every
+        if self._zero_time is None or every is None or (time - self._zero_time).ms % every.ms:
             return
         rdd = self._generated.get(time)
         checkpointer = self._ssc._checkpointer
@@ -197,18 +286,45 @@ class StateStream(DStream[Any]):
         fs = filesystem_for(directory, self._ssc.sparkContext)
         complete = f"{directory}/{COMPLETE}"
         if not fs.exists(complete):
+            began = _time.perf_counter()
             manifest = self._write_checkpoint(time, rdd, directory)
             publish(fs, complete, lambda tmp: fs.write_bytes(tmp, manifest))
+            seconds = _time.perf_counter() - began
+            self._checkpoint_bytes = sum(f.size for f in fs.list_files(directory))
+            self._checkpoint_bytes_total += self._checkpoint_bytes
+            if self._strategy.kind == "auto" and self._auto is None:
+                self._choose(seconds, self._checkpoint_bytes)
         with self._lock:
             if self._published_ms is None or time.ms > self._published_ms:
                 self._published_ms = time.ms
+
+    def _choose(self, write_s: float, checkpoint_bytes: int) -> None:
+        """auto: StreamScope's rule on the checkpoint just measured (once)."""
+        every = self._checkpoint_every
+        assert every is not None
+        self._auto = auto_choice(
+            self._window is not None,
+            self._unbounded,
+            write_s=write_s,
+            checkpoint_bytes=checkpoint_bytes,
+            every=every,
+        )
+        log.info("%s: recovery strategy auto picked %s: %s", self._label, *self._auto)
 
     def _replay_floor(self) -> Time | None:
         """A rebuild folds in only its parent's intervals after this time (the published
         checkpoint, or the start): older input is never read again by this state. Input
         streams keep what they need to recompute an interval until every state downstream
-        has passed it (see FileInputDStream)."""
+        has passed it (see FileInputDStream). Under replay, the window before the newest
+        completed interval: what a rebuild after it, or after a restart, folds."""
         with self._lock:
+            if self._kind == "replay" and self._published_ms is None:
+                assert self._window is not None
+                if self._completed_ms is not None:
+                    floor = Time(self._completed_ms) - self._window
+                    return floor if self._zero_time is None else max(floor, self._zero_time)
+                if self._restored_floor_ms is not None:
+                    return Time(self._restored_floor_ms)
             if self._published_ms is not None:
                 return Time(self._published_ms)
         return self._zero_time
@@ -227,13 +343,16 @@ class StateStream(DStream[Any]):
         if self._root is None:
             return
         live = self._live_checkpoints() | keep
-        if not live:
+        if not live and self._kind != "replay":
             return
+        # Under replay no checkpoint is written any more (auto may have written some
+        # before it chose): once none is live, none is needed.
         parent = f"{self._root.rstrip('/')}/state-{self._key}"
         fs = filesystem_for(parent, self._ssc.sparkContext)
-        newest = max(live)
-        for name in fs.list_names(parent):
-            if name.isdigit() and int(name) < newest and int(name) not in live:
+        newest = max(live, default=None)
+        names = fs.list_names(parent) if live or fs.exists(parent) else []
+        for name in names:
+            if name.isdigit() and int(name) not in live and (newest is None or int(name) < newest):
                 fs.delete(f"{parent}/{name}")
 
     def _can_compute(self, time: Time) -> bool:
@@ -263,6 +382,9 @@ class StateStream(DStream[Any]):
             "lastCheckpoint": human_time(published),
             "lastCheckpointMs": published,
             "lineageDepth": depth,
+            "strategy": self._kind,
+            "strategyReason": None if self._auto is None else self._auto[1],
+            "lastCheckpointBytes": self._checkpoint_bytes,
             "memoryUsedBytes": None if rdd is None else cached_bytes.get(rdd.id()),
         }
 
@@ -276,7 +398,15 @@ class StateStream(DStream[Any]):
         }
 
     def _journal_state(self) -> dict[str, Any] | None:
-        return {"checkpoint_ms": self._published_ms, "key": self._key, "shape": self._shape()}
+        floor = self._replay_floor()
+        return {
+            "checkpoint_ms": self._published_ms,
+            "key": self._key,
+            "shape": self._shape(),
+            "strategy": self._kind,
+            "auto": None if self._auto is None else list(self._auto),
+            "floor_ms": None if floor is None else floor.ms,
+        }
 
     def _restore_state(self, state: dict[str, Any]) -> None:
         if state["shape"] != self._shape():
@@ -292,4 +422,8 @@ class StateStream(DStream[Any]):
             )
         self._published_ms = state.get("checkpoint_ms")
         self._restored_key = state["key"]
+        self._restored_floor_ms = state.get("floor_ms")
+        auto = state.get("auto")
+        if self._strategy.kind == "auto" and auto is not None:
+            self._auto = (auto[0], auto[1])
         self._restoring = True

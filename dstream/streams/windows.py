@@ -83,6 +83,8 @@ class ReducedWindowedDStream(StateStream):
     """
 
     _transient: ClassVar[tuple[str, ...]] = (*StateStream._transient, "_shuffled")
+    # The state is the window's partials: a replay of the window's inputs rebuilds it.
+    _unbounded: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -110,6 +112,10 @@ class ReducedWindowedDStream(StateStream):
     @property
     def _slide_duration(self) -> Duration:
         return self._spec.slide
+
+    @property
+    def _window(self) -> Duration | None:
+        return self._spec.window
 
     def _shape(self) -> dict[str, Any]:
         return {**super()._shape(), "window_ms": self._spec.window.ms, "format": "ring"}

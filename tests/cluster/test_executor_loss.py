@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from testbed.faults import grep_oracle, wordcount_oracle
+from testbed.faults import grep_oracle, strategies_oracle, wordcount_oracle
 
 REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs from there
 
@@ -86,6 +86,24 @@ def test_killed_executors_change_no_output(
         assert len(faulty["executors_after"]) == 3
 
 
+def test_a_program_mixing_recovery_strategies_loses_nothing_to_a_killed_executor() -> None:
+    """The same windowed word count under "checkpoint", "replay" and "replicate" (two
+    copies), beside a checkpointed running total: the executor holding most of the latest
+    state is killed mid-interval, and every output of every strategy equals the run without
+    failure's, interval by interval. "replay" rebuilt its lost partitions from the window's
+    inputs: it never wrote a checkpoint byte."""
+    reference = strategies_oracle(12, SHORT_WINDOW_S)
+    (faulty,) = scenario("strategies", 12, ["1@7"], *SHORT_WINDOW, "--kill-target", "state")
+    assert any(reference["outputs"].values()), "the workload produced nothing to compare"
+    assert len(faulty["killed"]) == 1, faulty["killed"]
+    assert faulty["outputs"] == reference["outputs"]
+    assert len(faulty["executors_after"]) == 3
+    written = faulty["checkpoint_bytes"]
+    assert written["replay"] == 0
+    assert written["checkpoint"] > 0 and written["replicate"] > 0 and written["total"] > 0
+
+
+@pytest.mark.full
 def test_with_two_copies_of_the_state_a_killed_executor_changes_no_output() -> None:
     """StreamingSettings(state_replicas=2): the executor holding most of the latest state is
     killed; its state partitions are read from their second copy on another executor (and

@@ -48,8 +48,12 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
     pairs = h.ssc.rateStream(20, numPartitions=1, seed=9).map(lambda line: (line[:1], 1))
     windowed = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 4, 1, 1).checkpoint(2)
     sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 3, numPartitions=1).checkpoint(2)
+    # The same window recovered by replay: lineage cut by rebuilds from its inputs instead.
+    replayed = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 4, 1, 1)
+    replayed.recoveryStrategy("replay")
     seen: dict[str, Any] = {}
     windowed.foreachRDD(lambda rdd: seen.__setitem__("window", rdd) or rdd.count())
+    replayed.foreachRDD(lambda rdd: seen.__setitem__("replay", rdd) or rdd.count())
     sessions.foreachRDD(lambda rdd: seen.__setitem__("track", rdd) or rdd.count())
     # The progress log keeps the last 100 records (a few KB each), so it grows until interval
     # 100; kept at 10 here, it is full before the first sample, and what is measured is
@@ -65,6 +69,7 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
             h.ssc._checkpointer.wait_idle(60)
             samples[upto] = {
                 "window_depth": lineage_depth(seen["window"]),
+                "replay_depth": lineage_depth(seen["replay"]),
                 "track_depth": lineage_depth(seen["track"]),
                 **bookkeeping(h),
                 "checkpoint_dirs": sum(
@@ -79,6 +84,7 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
     first, mid, last = samples[20], samples[40], samples[60]
     for key in (
         "window_depth",
+        "replay_depth",
         "track_depth",
         "remembered_rdds",
         "built_on",

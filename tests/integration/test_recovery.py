@@ -51,18 +51,23 @@ def put(in_dir: Path, i: int) -> None:
     hidden.rename(in_dir / f"f{i:02d}.txt")
 
 
-def program(sc: Any, clock: ManualClock, in_dir: Any, out: Any, ckpt: Any) -> StreamingContext:
-    """The program under test; its directories are local paths or URIs (hdfs://...)."""
+def program(
+    sc: Any, clock: ManualClock, in_dir: Any, out: Any, ckpt: Any, strategy: str = "checkpoint"
+) -> StreamingContext:
+    """The program under test; its directories are local paths or URIs (hdfs://...). The
+    window's recovery strategy is ``strategy`` (the totals' too where it can be)."""
     in_dir, out, ckpt = str(in_dir), str(out), str(ckpt)
     ssc = StreamingContext(sc, Duration(B), clock=clock)
     ssc.checkpoint(ckpt)
     words = ssc.textFileStream(in_dir).flatMap(str.split)
     pairs = words.map(lambda w: (w, 1))
     windowed = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 3, 1)
-    windowed.checkpoint(2)
+    windowed.checkpoint(2).recoveryStrategy(strategy)
     windowed.saveAsTextFiles(f"{out}/window")
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new))
     totals.checkpoint(2)
+    if strategy == "replicate":
+        totals.recoveryStrategy(strategy, every=2)
     totals.saveAsTextFiles(f"{out}/totals")
     sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 100)
     sessions.checkpoint(2)
@@ -117,9 +122,12 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
     return d
 
 
-@pytest.mark.parametrize("down_for", [0, 3])
+@pytest.mark.parametrize(
+    ("down_for", "strategy"),
+    [(0, "checkpoint"), (3, "checkpoint"), (3, "replay"), (3, "replicate")],
+)
 def test_a_restarted_driver_resumes_with_identical_output(
-    sc: Any, dirs: dict[str, Path], down_for: int
+    sc: Any, dirs: dict[str, Path], down_for: int, strategy: str
 ) -> None:
     total, crash_after = 12, 6
     for i in range(1, total + 1):
@@ -130,7 +138,7 @@ def test_a_restarted_driver_resumes_with_identical_output(
 
     # Crash after `crash_after` intervals: the context is abandoned, nothing is flushed.
     clock = ManualClock(T0)
-    first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"], strategy)
     run(first, clock, crash_after)
     first._checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)
@@ -141,10 +149,15 @@ def test_a_restarted_driver_resumes_with_identical_output(
 
     def setup() -> StreamingContext:
         setup_calls.append(1)
-        return program(sc, clock2, dirs["in"], dirs["out"], dirs["ckpt"])
+        return program(sc, clock2, dirs["in"], dirs["out"], dirs["ckpt"], strategy)
 
     resumed = StreamingContext.getOrCreate(str(dirs["ckpt"]), setup, sc, clock=clock2)
     assert setup_calls == [] and (resumed._restored_from is not None)
+    if strategy == "replay":
+        # The window was never checkpointed: the restart rebuilds it from the input files
+        # its journaled low-water mark kept.
+        window = next(s for s in resumed._graph.streams if s._operator == "reduceByKeyAndWindow")
+        assert window._published_ms is None and window._restored_floor_ms is not None
     run(resumed, clock2, total)
     resumed.stop(stopSparkContext=False)
 

@@ -88,6 +88,35 @@ def final_totals(storage: Storage) -> dict[str, int]:
     return totals
 
 
+def _committed(storage: Storage, prefix: str) -> dict[int, list[str]]:
+    """Each committed ``<prefix>-<ms>`` output's lines, by interval."""
+    found = {}
+    for d in storage.names("out"):
+        if d.startswith(f"{prefix}-") and "_DSTREAM_COMMIT" in storage.names(f"out/{d}"):
+            parts = [p for p in storage.names(f"out/{d}") if p.startswith("part-")]
+            found[int(d.rsplit("-", 1)[1])] = [
+                ln for p in parts for ln in storage.read_text(f"out/{d}/{p}").splitlines()
+            ]
+    return found
+
+
+def wrong_windows(storage: Storage, window_ms: int = 10_000) -> list[int]:
+    """The committed ``window-<ms>`` outputs that differ from the word counts of the lines
+    committed for the intervals of their window (the app's 10 s): an exact oracle however
+    the intervals fell, since every line is committed in exactly one interval."""
+    lines, windows = _committed(storage, "lines"), _committed(storage, "window")
+    wrong = []
+    for t, got in sorted(windows.items()):
+        want: Counter[str] = Counter()
+        for u, text in lines.items():
+            if t - window_ms < u <= t:
+                want.update(w for line in text for w in line.split()[1:])
+        counts = dict(eval(line) for line in got)  # the files hold repr((word, count))
+        if counts != {w: n for w, n in want.items() if n}:
+            wrong.append(t)
+    return wrong
+
+
 def checkpoint_in_progress(storage: Storage) -> bool:
     for stream in storage.names("ckpt"):
         if stream.startswith("state-"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from testbed.drivers import LocalStorage
-from tests.recovery.harness import expected, run
+from tests.recovery.harness import expected, run, wrong_windows
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +28,18 @@ def test_killing_the_driver_loses_and_doubles_nothing(tmp_path: Path, kills: lis
     # The oracle is plain Python (every input line once, the word counts over all of
     # them); a run without failures gives exactly it (make test-full runs one).
     expected_lines, expected_totals = expected()
-    got_lines, got_totals, restored = run(LocalStorage(tmp_path / "faulty"), kills)
+    # The window is recovered by replay (no checkpoint of it: a restarted driver rebuilds it
+    # from the input files); the totals and sessions from their checkpoints.
+    storage = LocalStorage(tmp_path / "faulty")
+    got_lines, got_totals, restored = run(storage, kills, ["--window-strategy", "replay"])
     assert restored == [False] + [True] * len(kills)
     # Nothing missing, nothing doubled, state exact.
     assert got_lines == expected_lines
     assert got_totals == expected_totals
+    # Every window equals the counts of the lines committed in its 10 s (and the oracle
+    # tells a 9 s window from it).
+    assert wrong_windows(storage) == []
+    assert wrong_windows(storage, window_ms=9_000) != []
 
 
 @pytest.mark.full
