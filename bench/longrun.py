@@ -1,7 +1,9 @@
-"""2,000 intervals of a windowed count with an inverse and of track(), on a ManualClock: does
-anything grow? Samples, every --every intervals, the lineage depth of both states'
+"""2,000 intervals of a windowed count with an inverse (checkpointed, and the same window
+under the "replay" and "replicate" recovery strategies) and of track(), on a ManualClock:
+does anything grow? Samples, every --every intervals, the lineage depth of the states'
 RDDs (lines of toDebugString), the driver's bookkeeping (remembered RDDs, state records,
-file records), the checkpoint directories on disk and the Python heap (tracemalloc).
+shuffles kept for rebuilds), the checkpoint directories on disk and the Python heap
+(tracemalloc).
 
     .venv/bin/python bench/longrun.py --intervals 2000 --every 250
 """
@@ -39,7 +41,13 @@ def main() -> int:
     pairs = ssc.rateStream(20, numPartitions=1, seed=9).map(lambda line: (line[:1], 1))
     window = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 5, 1, 1)
     sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 3, numPartitions=1)
+    replayed = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 5, 1, 1)
+    replayed.recoveryStrategy("replay")
+    replicated = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 5, 1, 1)
+    replicated.recoveryStrategy("replicate", every=20)
     seen: dict[str, Any] = {}
+    replayed.foreachRDD(lambda rdd: seen.__setitem__("replay", rdd) or rdd.count())
+    replicated.foreachRDD(lambda rdd: seen.__setitem__("replicate", rdd) or rdd.count())
     window.foreachRDD(lambda rdd: seen.__setitem__("window", rdd) or rdd.count())
     sessions.foreachRDD(lambda rdd: seen.__setitem__("track", rdd) or rdd.count())
     ssc.start()
@@ -57,6 +65,9 @@ def main() -> int:
                 "interval": i,
                 "window_lineage": len(seen["window"].toDebugString().decode().splitlines()),
                 "track_lineage": len(seen["track"].toDebugString().decode().splitlines()),
+                "replay_lineage": len(seen["replay"].toDebugString().decode().splitlines()),
+                "replicate_lineage": len(seen["replicate"].toDebugString().decode().splitlines()),
+                "shuffles_kept": sum(len(getattr(s, "_shuffled", ())) for s in states),
                 "remembered_rdds": sum(len(s._generated) for s in graph.streams),
                 "state_records": sum(len(s._built_on) for s in states),
                 "checkpoint_dirs": sum(

@@ -52,6 +52,10 @@ def wordcount(ssc: Any, args: argparse.Namespace) -> Any:
         operator.add, operator.sub, args.window, 1, args.state_partitions or args.partitions
     )
     counts.checkpoint(args.checkpoint)
+    if args.strategy != "checkpoint":
+        # replicate checkpoints at its own default, ten times less often.
+        copies = args.copies if args.strategy == "replicate" else None
+        counts.recoveryStrategy(args.strategy, copies=copies)
     return counts
 
 
@@ -95,6 +99,32 @@ def strategies_oracle(intervals: int, window_s: int, rate: int = 2000, partition
         total.update(w for line in lines for w in line.split())
         tagged = [[k, w, n] for k in STRATEGY_WINDOWS for w, n in windows[str(t)]]
         outputs[str(t)] = sorted(tagged + [["total", w, n] for w, n in total.items()])
+    return {"outputs": outputs}
+
+
+def keyed(ssc: Any, args: argparse.Namespace) -> Any:
+    """Running word counts (updateStateByKey) in ``--state-partitions`` partitions: the
+    elastic state that ``--rescale N@I`` changes while the run goes on."""
+    pairs = (
+        ssc.rateStream(args.rate, numPartitions=args.partitions, seed=WORDCOUNT_SEED)
+        .flatMap(str.split)
+        .map(lambda w: (w, 1))
+    )
+    totals = pairs.updateStateByKey(
+        lambda new, old: (old or 0) + sum(new),
+        numPartitions=args.state_partitions or args.partitions,
+    )
+    totals.setName("totals").checkpoint(args.checkpoint)
+    return totals
+
+
+def keyed_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[str, Any]:
+    """What :func:`keyed` outputs on a run from time 0: the running counts."""
+    outputs: dict[str, Any] = {}
+    total: Counter[str] = Counter()
+    for t, lines in interval_lines(WORDCOUNT_SEED, intervals, rate, partitions):
+        total.update(w for line in lines for w in line.split())
+        outputs[str(t)] = sorted([w, n] for w, n in total.items())
     return {"outputs": outputs}
 
 
@@ -158,7 +188,7 @@ def _after_ms(ms: int) -> Any:
     return wait_then_pass
 
 
-WORKLOADS = {"wordcount": wordcount, "grep": grep, "strategies": strategies}
+WORKLOADS = {"wordcount": wordcount, "grep": grep, "strategies": strategies, "keyed": keyed}
 
 
 class Slower(threading.Thread):
@@ -253,6 +283,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     from testbed.processes import executor_pids, standalone_worker_of
 
     how_many, at = kill
+    kill_at = {ms * B for ms in [at, *args.also_kill_at]}
+    rescale_after = dict((i, n) for n, i in args.rescale)
     clock = ManualClock(0)
     avoidance = (
         AvoidancePolicy(
@@ -308,7 +340,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
 
     class Faults(StreamingListener):
         def onBatchStarted(self, batchStarted: Any) -> None:
-            if how_many and batchStarted.batchInfo().batchTime().ms == at * B:
+            if how_many and batchStarted.batchInfo().batchTime().ms in kill_at:
                 # Let the interval's tasks get going, then kill executor JVMs mid-job.
                 threading.Timer(args.kill_delay, kill_executors).start()
 
@@ -326,6 +358,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             if not ssc.wait_for_batch(Time(i * B), 300):
                 raise RuntimeError(f"interval {i} did not complete")
             processing[i * B] = round((time.perf_counter() - started) * 1000)
+            if i in rescale_after:
+                stream.rescale(rescale_after[i])
         ssc._bus.wait_until_empty(30)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
@@ -339,6 +373,10 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         views = (v._user_name for v in ssc._graph.streams if v._checkpoint_target is state)
         return state._user_name or next((n for n in views if n), state._label)
 
+    states = [s for s in ssc._graph.streams if isinstance(s, StateStream)]
+    partitions = {
+        str(ms): [s._partitions_at(Time(ms)) for s in states] for ms in sorted(processing)
+    }
     checkpoint_bytes = {
         state_name(s): s._checkpoint_bytes_total
         for s in ssc._graph.streams
@@ -410,6 +448,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "executor_actions": actions,
         "stragglers_by_interval": stragglers,
         "checkpoint_bytes": checkpoint_bytes,
+        "partitions_by_interval": partitions,
     }
 
 
@@ -433,6 +472,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--window", type=int, default=30, help="window length, seconds")
     p.add_argument("--checkpoint", type=int, default=10, help="state checkpoint interval, s")
     p.add_argument("--state-replicas", type=int, default=1, help="copies of the state in memory")
+    p.add_argument(
+        "--strategy",
+        default="checkpoint",
+        choices=["checkpoint", "replay", "replicate", "auto"],
+        help="wordcount: the window's recoveryStrategy",
+    )
+    p.add_argument("--copies", type=int, default=2, help="--strategy replicate: copies")
+    p.add_argument(
+        "--rescale",
+        action="append",
+        type=parse_kill,
+        default=[],
+        help="N@I: after interval I, rescale the state to N partitions",
+    )
+    p.add_argument(
+        "--also-kill-at",
+        action="append",
+        type=int,
+        default=[],
+        help="in runs that kill, kill as many executors at this interval too",
+    )
     p.add_argument("--executors", type=int, default=3)
     p.add_argument("--executor-mb", type=int, default=768)
     p.add_argument("--kill-delay", type=float, default=0.2, help="seconds into the interval")

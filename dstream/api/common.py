@@ -88,6 +88,27 @@ class CommonOps(DStreamCore[T]):
         self._set_strategy(kind, every, copies)
         return self
 
+    def rescale(self, numPartitions: int) -> Time | None:
+        """Give the keyed state behind this stream (``updateStateByKey``) ``numPartitions``
+        partitions from the next interval on, without losing, doubling or recounting a
+        record: before ``start()`` it is simply the count it starts with; while running
+        (from the program or the live shell) the interval it takes effect at is returned.
+        Doubling or halving moves the state without a shuffle (each new partition reads one
+        or two old ones where they are cached); other counts shuffle it once. The counts are
+        journaled: a restarted driver replays each interval at the count it had."""
+        target = self._checkpoint_target
+        if target is not None:
+            return cast("CommonOps[Any]", target).rescale(numPartitions)
+        from dstream.streams.state_base import StateStream
+
+        if not isinstance(self, StateStream):
+            raise ValueError(
+                f"rescale({numPartitions!r}) on {self._label}, which keeps no state between "
+                "intervals; call it on the stream updateStateByKey returned (a stateless "
+                "stream's partitions are set per operator: numPartitions=, repartition())"
+            )
+        return self._rescale(numPartitions)
+
     def cache(self) -> DStreamCore[T]:
         """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
         from pyspark import StorageLevel

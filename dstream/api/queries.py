@@ -87,9 +87,9 @@ class QueryOps(CommonOps[T]):
     def lookup(self, key: Any) -> list[Any]:
         """The values of ``key`` in the state as of the newest completed interval (a list,
         as ``RDD.lookup``). Only the key's partition is read."""
-        state = self._require_state("lookup")
+        self._require_state("lookup")
         rdd = self.snapshot()
-        n = state._partitions  # type: ignore[attr-defined]
+        n = rdd.getNumPartitions()  # the state's count at that interval (rescale())
 
         def scan(split: int, records: Iterable[Any]) -> Iterable[Any]:
             # The state is hash-partitioned: only the key's own partition is read. (The hash

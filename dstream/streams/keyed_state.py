@@ -17,6 +17,7 @@ from dstream.storage.checkpoint import COMPLETE
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.state_table import decode_manifest, encode_manifest
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
+from dstream.streams.rescale import PartitionSchedule
 from dstream.streams.state_base import StateStream
 from dstream.tasks.state_merge import merge_update_state, sections
 from dstream.tasks.track_state import (
@@ -52,13 +53,16 @@ class TaggedEvents(DStream[Any]):
     def __init__(self, parent: DStream[Any], num_partitions: int, name: str) -> None:
         super().__init__(parent._ssc, [parent], name=name)
         self._partitions = num_partitions
+        # The state's own schedule (set by the state): both change count at one interval.
+        self._schedule = PartitionSchedule(num_partitions)
         self._storage_level = memory_only()
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdd = self._parents[0]._get_or_compute(time)
         if rdd is None:
             return None
-        return partition_by(rdd.mapPartitionsWithIndex(_tag_positions), self._partitions)
+        count = self._schedule.at(time.ms)
+        return partition_by(rdd.mapPartitionsWithIndex(_tag_positions), count)
 
 
 class StateDStream(StateStream):
@@ -80,12 +84,14 @@ class StateDStream(StateStream):
         )
         self._update = update_func
         self._initial: RDD[Any] | None = initial
+        events._schedule = self._schedule
 
     # The initial RDD exists only in the driver that made it (a restart uses checkpoints).
     _transient: ClassVar[tuple[str, ...]] = ("_initial",)
     _unbounded: ClassVar[str | None] = (
         "updateStateByKey keeps each key's state from every interval since the start"
     )
+    _fixed_partitions: ClassVar[str | None] = None  # (key, state) records: rescale() works
 
     def _init_transient(self) -> None:
         super()._init_transient()
@@ -94,28 +100,35 @@ class StateDStream(StateStream):
     def _parent_remember_duration(self) -> Duration | None:
         return (self._remember_duration or self._slide_duration) + self._replay_span()
 
-    def _merge(self, state: list[RDD[Any]], times: list[Time]) -> RDD[Any]:
+    def _merge(self, time: Time, state: list[tuple[RDD[Any], int]], times: list[Time]) -> RDD[Any]:
+        """State of ``time``: ``state`` (an RDD and its partition count, or nothing) with
+        the events of ``times`` folded in, all in the partition count of ``time`` (a state
+        or an interval of another count is regrouped first: a rescale)."""
         events = self._parents[0]
-        groups = [state]
+        count = self._schedule.at(time.ms)
+        groups = [[self._fit(rdd, count, have) for rdd, have in state]]
         for u in times:
             rdd = events._get_or_compute(u)
-            groups.append([] if rdd is None else [rdd])
-        update, count = self._update, len(times)
-        union = sectioned_union(self._ssc._marks, self._partitions, groups)
-        return union.mapPartitions(lambda it: merge_update_state(it, update, count), True)
+            groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
+        update, intervals = self._update, len(times)
+        union = sectioned_union(self._ssc._marks, count, groups)
+        return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
-        return self._merge([previous], [time])
+        before = self._schedule.at((time - self._slide_duration).ms)
+        return self._merge(time, [(previous, before)], [time])
 
     def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         times = self._replay_times(time, base_ms)
         if times is None:
             return None
+        state: list[tuple[RDD[Any], int]] = []
         if base_ms is not None:
-            state = [self._read_checkpoint(base_ms)]
-        else:
-            state = [] if self._initial is None else [self._initial]
-        return self._merge(state, times)
+            state = [(self._read_checkpoint(base_ms), self._schedule.at(base_ms))]
+        elif self._initial is not None:
+            initial = partition_by(self._initial, self._schedule.at(0))
+            state = [(initial, self._schedule.at(0))]
+        return self._merge(time, state, times)
 
 
 class TrackDStream(StateStream):
@@ -136,12 +149,16 @@ class TrackDStream(StateStream):
             user_functions=user_functions,
         )
         self._fns = functions
+        events._schedule = self._schedule
 
     # The SHA-256 of each partition's snapshot, per checkpoint (batch ms): from the
     # compaction that wrote them, or read back from the checkpoint's manifest.
     _transient: ClassVar[tuple[str, ...]] = ("_digests",)
     _unbounded: ClassVar[str | None] = (
         "track() keeps each key's state from every interval since the start (until its timeout)"
+    )
+    _fixed_partitions: ClassVar[str | None] = (
+        "track()'s partitions are snapshot files and deltas, one per partition"
     )
 
     def _init_transient(self) -> None:

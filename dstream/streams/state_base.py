@@ -36,6 +36,7 @@ from dstream.storage.paths import qualify
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
 from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import memory_only
+from dstream.streams.rescale import PartitionSchedule, regroup
 from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
 from dstream.time import Duration, Time
 
@@ -61,6 +62,8 @@ class StateStream(DStream[Any]):
     ) -> None:
         super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
         self._partitions = num_partitions
+        # The partition count of each interval's state (rescale() adds steps).
+        self._schedule = PartitionSchedule(num_partitions)
         self._storage_level = STATE
         self._root: str | None = None
         # How this state survives the loss of its partitions (see dstream.streams.strategy).
@@ -68,6 +71,8 @@ class StateStream(DStream[Any]):
 
     # Why the state cannot be rebuilt from a window of input (None: it can, see _window).
     _unbounded: ClassVar[str | None] = "its state depends on every interval since the start"
+    # Why the state cannot change its partition count (None: it can, see rescale()).
+    _fixed_partitions: ClassVar[str | None] = "its partitions are not (key, state) records"
 
     _transient: ClassVar[tuple[str, ...]] = (
         "published_ms",
@@ -81,6 +86,7 @@ class StateStream(DStream[Any]):
         "_restored_floor_ms",
         "_checkpoint_bytes",
         "_checkpoint_bytes_total",
+        "_wanted_partitions",
     )
 
     def _init_transient(self) -> None:
@@ -106,6 +112,8 @@ class StateStream(DStream[Any]):
         # them since this driver started.
         self._checkpoint_bytes: int | None = None
         self._checkpoint_bytes_total = 0
+        # A restored program that asked for another partition count than the journal's.
+        self._wanted_partitions: int | None = None
 
     # ---- what a state stream implements --------------------------------------------------
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -131,6 +139,45 @@ class StateStream(DStream[Any]):
     @property
     def _key(self) -> str:
         return self._restored_key if self._restored_key is not None else str(self._id)
+
+    # ---- elastic partitions -------------------------------------------------------------------
+    def _partitions_at(self, time: Time) -> int:
+        return self._schedule.at(time.ms)
+
+    def _rescale(self, count: object) -> Time | None:
+        """``count`` partitions from the next interval not generated yet (before start: from
+        the first). Returns that interval (None before start)."""
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ValueError(
+                f"rescale({count!r}) of {self._label}: the partition count must be a "
+                "positive int, e.g. rescale(8)"
+            )
+        if self._fixed_partitions is not None:
+            raise ValueError(
+                f"rescale({count}) of {self._label}: {self._fixed_partitions}; its partition "
+                "count is fixed (numPartitions= when it is made)"
+            )
+        with self._lock:
+            if self._zero_time is None:
+                self._partitions = count
+                self._schedule.start_with(count)
+                return None
+            newest = max(self._generated, default=self._zero_time)
+            if self._completed_ms is not None:
+                newest = max(newest, Time(self._completed_ms))
+            start = newest + self._slide_duration
+            self._schedule.add(start.ms, count)
+        log.info("%s: %d partitions from interval %s", self._label, count, start)
+        return start
+
+    def _fit(self, rdd: RDD[Any], count: int, have: int | None = None) -> RDD[Any]:
+        """``rdd`` (hash-partitioned (key, value) records) in ``count`` partitions: itself,
+        or regrouped (narrowly when the counts allow; see dstream.streams.rescale)."""
+        if have is None:
+            have = rdd.partitioner.numPartitions if rdd.partitioner else rdd.getNumPartitions()
+        if have == count:
+            return rdd
+        return regroup(self._ssc.sparkContext, rdd, have, count)
 
     # ---- the recovery strategy ----------------------------------------------------------------
     @property
@@ -213,6 +260,9 @@ class StateStream(DStream[Any]):
     def _compute(self, time: Time) -> RDD[Any] | None:
         if self._zero_time is None:
             raise RuntimeError(f"{self._label} computed before start()")
+        if self._wanted_partitions is not None:
+            self._schedule.restart_with(time.ms, self._wanted_partitions)
+            self._partitions, self._wanted_partitions = self._wanted_partitions, None
         previous_time = time - self._slide_duration
         # Only a remembered previous state is stepped from: computing it afresh would rebuild
         # every older state in turn. Without it (first interval, after a restart, or if it
@@ -261,7 +311,7 @@ class StateStream(DStream[Any]):
     def _read_checkpoint(self, base_ms: int) -> RDD[Any]:
         """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
         directory = self._checkpoint_dir(base_ms)
-        marks = self._ssc._marks.get(self._partitions)
+        marks = self._ssc._marks.get(self._schedule.at(base_ms))
         files = self._files
         return marks.mapPartitionsWithIndex(
             lambda i, _: iter(read_partition(files, partition_path(directory, i))),
@@ -382,6 +432,7 @@ class StateStream(DStream[Any]):
             "lastCheckpoint": human_time(published),
             "lastCheckpointMs": published,
             "lineageDepth": depth,
+            "partitions": self._schedule.at(time.ms),
             "strategy": self._kind,
             "strategyReason": None if self._auto is None else self._auto[1],
             "lastCheckpointBytes": self._checkpoint_bytes,
@@ -391,11 +442,10 @@ class StateStream(DStream[Any]):
     # ---- what the metadata journal records -----------------------------------------------
     def _shape(self) -> dict[str, Any]:
         """What a restored checkpoint must agree with to be reused by changed code."""
-        return {
-            "kind": type(self).__name__,
-            "partitions": self._partitions,
-            "slide_ms": self._slide_duration.ms,
-        }
+        shape = {"kind": type(self).__name__, "slide_ms": self._slide_duration.ms}
+        if self._fixed_partitions is not None:  # an elastic state's count is journaled
+            shape["partitions"] = self._partitions
+        return shape
 
     def _journal_state(self) -> dict[str, Any] | None:
         floor = self._replay_floor()
@@ -406,6 +456,7 @@ class StateStream(DStream[Any]):
             "strategy": self._kind,
             "auto": None if self._auto is None else list(self._auto),
             "floor_ms": None if floor is None else floor.ms,
+            "partitions": self._schedule.steps(),
         }
 
     def _restore_state(self, state: dict[str, Any]) -> None:
@@ -423,6 +474,15 @@ class StateStream(DStream[Any]):
         self._published_ms = state.get("checkpoint_ms")
         self._restored_key = state["key"]
         self._restored_floor_ms = state.get("floor_ms")
+        steps = state.get("partitions")
+        if steps and self._fixed_partitions is None:
+            # The counts the intervals had; a program asking for another count now rescales
+            # at its first interval (SPATE: forward, not rolled back).
+            wanted = self._partitions
+            self._schedule.replace(steps)
+            self._partitions = self._schedule.latest
+            if wanted != self._partitions:
+                self._wanted_partitions = wanted
         auto = state.get("auto")
         if self._strategy.kind == "auto" and auto is not None:
             self._auto = (auto[0], auto[1])

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from testbed.faults import grep_oracle, strategies_oracle, wordcount_oracle
+from testbed.faults import grep_oracle, keyed_oracle, strategies_oracle, wordcount_oracle
 
 REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs from there
 
@@ -101,6 +101,26 @@ def test_a_program_mixing_recovery_strategies_loses_nothing_to_a_killed_executor
     written = faulty["checkpoint_bytes"]
     assert written["replay"] == 0
     assert written["checkpoint"] > 0 and written["replicate"] > 0 and written["total"] > 0
+
+
+def test_a_state_rescaled_4_8_4_loses_nothing_to_executors_killed_after_each() -> None:
+    """An updateStateByKey word count in 4 partitions doubles to 8 after interval 4 and
+    halves back after 9 (narrowly: each new partition reads one or two old ones where they
+    are cached), with checkpoints every 3 s; an executor is killed mid-interval after each
+    rescale (6 and 11). Every interval's totals equal the oracle's."""
+    reference = keyed_oracle(12)
+    (faulty,) = scenario(
+        "keyed",
+        12,
+        ["1@6"],
+        *("--state-partitions", "4", "--checkpoint", "3"),
+        *("--rescale", "8@4", "--rescale", "4@9", "--also-kill-at", "11"),
+    )
+    assert len(faulty["killed"]) == 2, faulty["killed"]
+    assert faulty["outputs"] == reference["outputs"]
+    assert len(faulty["executors_after"]) == 3
+    counts = {int(t) // 1000: c for t, (c,) in faulty["partitions_by_interval"].items()}
+    assert counts == {i: 8 if 5 <= i <= 9 else 4 for i in range(1, 13)}
 
 
 @pytest.mark.full

@@ -1,0 +1,175 @@
+"""Elastic keyed state: ``rescale(n)`` changes an updateStateByKey state's partition count
+from the next interval, exactly (every interval's totals equal a run that never rescaled),
+doubling and halving without a shuffle of the state, and a driver restarted from a
+checkpoint taken before a rescale replays forward at the journaled counts, even when the
+restarted program asks for yet another count."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream import Duration, ManualClock, StreamingContext, Time
+
+from .test_recovery import B, T0, TEXTS, outputs, put
+
+TOTAL = 12
+
+
+def program(
+    sc: Any, clock: ManualClock, dirs: dict[str, Path], partitions: int = 4
+) -> StreamingContext:
+    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    ssc.checkpoint(str(dirs["ckpt"]))
+    pairs = ssc.textFileStream(str(dirs["in"])).flatMap(str.split).map(lambda w: (w, 1))
+    totals = pairs.updateStateByKey(
+        lambda new, old: (old or 0) + sum(new), numPartitions=partitions
+    )
+    totals.setName("totals").checkpoint(4)
+    totals.saveAsTextFiles(f"{dirs['out']}/totals")
+    return ssc
+
+
+def expected_totals() -> dict[str, list[str]]:
+    totals: Counter[str] = Counter()
+    result = {}
+    for i in range(1, TOTAL + 1):
+        totals.update(TEXTS[i - 1].split())
+        result[f"totals-{T0 + i * B}"] = sorted(str(kv) for kv in totals.items())
+    return result
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    d = {name: tmp_path / name for name in ("in", "out", "ckpt")}
+    for path in d.values():
+        path.mkdir()
+    for i in range(1, TOTAL + 1):
+        put(d["in"], i)
+    return d
+
+
+def advance(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
+    while clock.now().ms < T0 + upto * B:
+        clock.advance(B)
+    assert ssc.wait_for_batch(Time(T0 + upto * B), 120)
+    ssc.awaitTerminationOrTimeout(0)
+
+
+def state_of(ssc: StreamingContext) -> Any:
+    from dstream.streams.state_base import StateStream
+
+    return next(s for s in ssc._graph.streams if isinstance(s, StateStream))
+
+
+def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[str, Path]) -> None:
+    clock = ManualClock(T0)
+    ssc = program(sc, clock, dirs)
+    state = state_of(ssc)
+    counts: dict[int, int] = {}
+    lineage: dict[int, str] = {}
+
+    def watch(t: Any, rdd: Any) -> None:
+        counts[(t.ms - T0) // B] = rdd.getNumPartitions()
+        lineage[(t.ms - T0) // B] = rdd.toDebugString().decode()
+
+    state.foreachRDD(watch)
+    try:
+        ssc.start()
+        advance(ssc, clock, 4)
+        assert state.rescale(8) == Time(T0 + 5 * B)  # from the next interval
+        advance(ssc, clock, 8)
+        assert state.rescale(4) == Time(T0 + 9 * B)
+        advance(ssc, clock, TOTAL)
+    finally:
+        ssc.stop(stopSparkContext=False)
+    assert outputs(dirs["out"]) == expected_totals()
+    assert counts == {i: 4 if i <= 4 or i >= 9 else 8 for i in range(1, TOTAL + 1)}
+    # The rescale intervals regroup the cached state narrowly (the shim's Rescaled RDD,
+    # whose tasks read one or two old partitions), not through a shuffle of the state.
+    for i in (5, 9):
+        assert "Rescaled" in lineage[i], lineage[i]
+    assert "Rescaled" not in lineage[4]
+    assert state._journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
+
+
+def test_a_count_no_narrow_plan_serves_is_reached_by_one_shuffle(
+    sc: Any, dirs: dict[str, Path]
+) -> None:
+    clock = ManualClock(T0)
+    ssc = program(sc, clock, dirs)
+    state = state_of(ssc)
+    try:
+        ssc.start()
+        advance(ssc, clock, 3)
+        state.rescale(3)  # 4 -> 3: each new partition could draw on all four
+        advance(ssc, clock, 6)
+    finally:
+        ssc.stop(stopSparkContext=False)
+    got = outputs(dirs["out"])
+    want = expected_totals()
+    assert {k: got[k] for k in got} == {k: want[k] for k in got} and len(got) == 6
+
+
+@pytest.mark.parametrize("restart_with", [8, 2])
+def test_a_restart_from_before_a_rescale_replays_forward_at_the_journaled_counts(
+    sc: Any, dirs: dict[str, Path], restart_with: int
+) -> None:
+    # Checkpoints every 4 s: the last one before the crash (at 4) has 4 partitions, the
+    # rescale to 8 took effect at 6, and the driver dies after 7.
+    clock = ManualClock(T0)
+    first = program(sc, clock, dirs)
+    try:
+        first.start()
+        advance(first, clock, 5)
+        state_of(first).rescale(8)
+        advance(first, clock, 7)
+        first._checkpointer.wait_idle(60)
+    finally:
+        first.stop(stopSparkContext=False)
+
+    # The restarted program asks for `restart_with` partitions (rebuildGraph: the code
+    # changed); the journal's counts are kept for the intervals they covered.
+    clock2 = ManualClock(T0 + 7 * B)
+    resumed = StreamingContext.getOrCreate(
+        str(dirs["ckpt"]),
+        lambda: program(sc, clock2, dirs, partitions=restart_with),
+        sc,
+        clock=clock2,
+        rebuildGraph=True,
+    )
+    state = state_of(resumed)
+    assert state._schedule.at(T0 + 4 * B) == 4 and state._schedule.at(T0 + 7 * B) == 8
+    counts: dict[int, int] = {}
+    state.foreachRDD(lambda t, rdd: counts.__setitem__((t.ms - T0) // B, rdd.getNumPartitions()))
+    try:
+        resumed.start()
+        advance(resumed, clock2, TOTAL)
+    finally:
+        resumed.stop(stopSparkContext=False)
+    assert outputs(dirs["out"]) == expected_totals()
+    assert set(counts.values()) == {restart_with}
+
+
+def test_rescale_is_refused_where_partitions_are_fixed(harness: Any) -> None:
+    import operator
+
+    h = harness()
+    pairs = h.ssc.rateStream(10, numPartitions=1, seed=3).map(lambda line: (line[:1], 1))
+    sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 3)
+    with pytest.raises(ValueError, match="track\\(\\)'s partitions are snapshot files"):
+        sessions.rescale(4)
+    window = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 4, 1, 2)
+    with pytest.raises(ValueError, match="its partition count is fixed"):
+        window.rescale(4)
+    with pytest.raises(ValueError, match="keeps no state between intervals"):
+        pairs.rescale(4)
+    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new))
+    with pytest.raises(ValueError, match="must be a positive int"):
+        totals.rescale(0)
+    assert totals.rescale(6) is None  # before start: the count it starts with
+    state = totals._checkpoint_target or totals
+    assert state._partitions == 6 and state._schedule.steps() == [(0, 6)]

@@ -1,0 +1,73 @@
+"""The partition-count schedule of an elastic state and the narrow plans that move a hash
+partitioned state between counts without a shuffle. Pure logic, no Spark."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+
+from dstream.streams.rescale import PartitionSchedule, narrow_plan
+
+
+def test_each_interval_has_the_count_of_the_last_step_at_or_before_it() -> None:
+    s = PartitionSchedule(4)
+    assert [s.at(ms) for ms in (0, 1000, 99_000)] == [4, 4, 4]
+    s.add(5000, 8)
+    s.add(9000, 4)
+    assert [s.at(ms) for ms in (4000, 5000, 8000, 9000, 20_000)] == [4, 8, 8, 4, 4]
+    assert s.latest == 4
+    assert s.steps() == [(0, 4), (5000, 8), (9000, 4)]
+
+
+def test_a_later_rescale_at_the_same_interval_replaces_the_pending_one() -> None:
+    s = PartitionSchedule(4)
+    s.add(5000, 8)
+    s.add(5000, 16)
+    assert s.steps() == [(0, 4), (5000, 16)]
+    s.add(6000, 16)  # no change: no step
+    assert s.steps() == [(0, 4), (5000, 16)]
+    with pytest.raises(ValueError, match="rescales take effect in order"):
+        s.add(4000, 2)
+
+
+def test_a_restarted_program_s_own_count_drops_steps_that_never_took_effect() -> None:
+    s = PartitionSchedule(4)
+    s.add(5000, 8)
+    s.add(9000, 2)  # scheduled; the driver died before interval 9 ran
+    s.restart_with(8000, 6)
+    assert s.steps() == [(0, 4), (5000, 8), (8000, 6)]
+    s = PartitionSchedule(4)
+    s.add(5000, 8)
+    s.restart_with(8000, 8)  # the count it already has: no step
+    assert s.steps() == [(0, 4), (5000, 8)]
+
+
+def test_the_schedule_travels_with_the_pickled_graph_and_restores_from_the_journal() -> None:
+    s = PartitionSchedule(4)
+    s.add(5000, 8)
+    copy = pickle.loads(pickle.dumps(s))
+    assert copy.steps() == s.steps()
+    copy.replace([[0, 4], [5000, 8], [7000, 2]])
+    assert copy.at(7000) == 2
+
+
+@pytest.mark.parametrize(("old", "new"), [(4, 8), (8, 4), (3, 6), (6, 3), (4, 6), (1, 2)])
+def test_a_narrow_plan_reads_every_old_partition_a_key_can_come_from(old: int, new: int) -> None:
+    plan = narrow_plan(old, new)
+    assert plan is not None and len(plan) == new
+    assert all(len(parents) <= 2 for parents in plan)
+    rng = random.Random(1)
+    for _ in range(2000):
+        h = rng.randrange(-(2**62), 2**62)
+        assert h % old in plan[h % new], (h, old, new)
+    if new == 2 * old:
+        assert plan == [[i % old] for i in range(new)]  # split: one parent each
+    if old == 2 * new:
+        assert plan == [[i, i + new] for i in range(new)]  # merge: two parents each
+
+
+@pytest.mark.parametrize(("old", "new"), [(4, 9), (8, 3), (6, 1), (6, 4)])
+def test_no_narrow_plan_where_a_shuffle_moves_less(old: int, new: int) -> None:
+    assert narrow_plan(old, new) is None
