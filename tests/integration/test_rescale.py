@@ -14,7 +14,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 
-from .test_recovery import B, T0, TEXTS, outputs, put
+from .test_recovery import T0, TEXTS, B, outputs, put
 
 TOTAL = 12
 
