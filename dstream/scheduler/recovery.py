@@ -39,13 +39,25 @@ log = logging.getLogger(__name__)
 
 def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
     """Each stream's name in the journal: the one given with setName(), else the operator
-    and its rank among streams of that operator (``track#0``), stable for unchanged code."""
+    and its rank among streams of that operator (``track#0``), stable for unchanged code.
+    A state is named by setName() on the stream its operator returned (``track()``'s view,
+    a window's filtered result), which then goes by ``<name>#view``: the name binds the
+    state, whatever the user held."""
+    by_view = {
+        id(s._checkpoint_target): s._user_name
+        for s in streams
+        if s._checkpoint_target is not None and s._user_name
+    }
     seen: dict[str, int] = {}
     names = {}
     for stream in streams:
         rank = seen.get(stream._operator, 0)
         seen[stream._operator] = rank + 1
-        names[stream._id] = stream._user_name or f"{stream._operator}#{rank}"
+        if stream._user_name and stream._checkpoint_target is not None:
+            names[stream._id] = f"{stream._user_name}#view"
+        else:
+            name = stream._user_name or by_view.get(id(stream))
+            names[stream._id] = name or f"{stream._operator}#{rank}"
     return names
 
 

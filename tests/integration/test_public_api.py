@@ -24,7 +24,7 @@ def public(obj: object) -> set[str]:
 PYSPARK_DSTREAM = public(pyspark.streaming.DStream)
 PYSPARK_CONTEXT = public(pyspark.streaming.StreamingContext)
 # dstream's own additions, each documented in the README.
-DSTREAM_EXTRAS = {"remember", "save", "setName", "track"}
+DSTREAM_EXTRAS = {"recoveryStrategy", "remember", "rescale", "save", "setName", "track"}
 # live queries (dstream.api.queries)
 DSTREAM_EXTRAS |= {"latest", "at", "snapshot", "lookup", "toDF", "createOrReplaceTempView"}
 TRACK_EXTRAS = {"changes"}
