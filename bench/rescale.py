@@ -17,6 +17,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faults import RESULTS, plot, runs, series
@@ -25,61 +26,71 @@ from faults import RESULTS, plot, runs, series
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--intervals", type=int, default=50)
-    p.add_argument("--up", type=int, default=20, help="rescale 4 -> 8 after this interval")
-    p.add_argument("--down", type=int, default=35, help="rescale 8 -> 4 after this interval")
+    p.add_argument("--up", type=int, default=24, help="rescale 4 -> 8 after this interval")
+    p.add_argument("--down", type=int, default=36, help="rescale 8 -> 4 after this interval")
+    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--rate", type=int, default=2000)
     args = p.parse_args()
     common = dict(intervals=args.intervals, rate=args.rate, state_partitions=4, checkpoint=10)
-    fixed = runs("keyed", ["0"], **common)[0]
+    fixed = runs("keyed", ["0"] * args.repeats, **common)
     rescales = ["--rescale", f"8@{args.up}", "--rescale", f"4@{args.down}"]
     kills = ["--also-kill-at", str(args.down + 2)]
-    rescaled, killed = runs("keyed", ["0", f"1@{args.up + 2}"], [*rescales, *kills], **common)
-    for run in (rescaled, killed):
-        if run["outputs"] != fixed["outputs"]:
+    moved = runs(
+        "keyed", ["0"] * args.repeats + [f"1@{args.up + 2}"], [*rescales, *kills], **common
+    )
+    rescaled, killed = moved[:-1], moved[-1]
+    for run in moved:
+        if run["outputs"] != fixed[0]["outputs"]:
             raise RuntimeError(f"run {run['kill']} with rescales changed the totals")
-    base = statistics.median(series(fixed)[5:])
     at = {"4 -> 8": args.up + 1, "8 -> 4": args.down + 1}
+
+    def median_at(group: list[dict[str, Any]], i: int) -> float:
+        return statistics.median(series(r)[i - 1] for r in group)
+
     rows = []
-    for label, run in (("no rescale", fixed), ("rescaled", rescaled), ("rescaled + kills", killed)):
-        s = series(run)
-        row = {"run": label, "median_ms": statistics.median(s[5:])}
-        if run is not fixed:
-            for name, i in at.items():
-                row[name] = s[i - 1]
-                row[f"{name} ratio"] = round(s[i - 1] / base, 2)
-        if run is killed:
-            row["failures_ms"] = [s[args.up + 1], s[args.down + 1]]
-        rows.append(row)
+    for name, i in at.items():
+        base = median_at(fixed, i)
+        after = median_at(rescaled, i + 3)  # three intervals on, at the new count
+        rows.append(
+            {
+                "rescale": name,
+                "interval": i,
+                "unrescaled_ms": base,
+                "rescale_interval_ms": median_at(rescaled, i),
+                "each_ms": [series(r)[i - 1] for r in rescaled],
+                "ratio": round(median_at(rescaled, i) / base, 2),
+                "three_later_ms": after,
+                "with_kills_ms": series(killed)[i - 1],
+            }
+        )
     plot(
         RESULTS / "rescale.png",
         f"keyed WordCount: 4 -> 8 after {args.up}, 8 -> 4 after {args.down}",
         {
-            r: series(run)
-            for r, run in (
-                ("no rescale", fixed),
-                ("rescaled", rescaled),
-                ("rescaled + kills", killed),
-            )
+            "no rescale": series(fixed[0]),
+            "rescaled": series(rescaled[0]),
+            f"rescaled, killed at {args.up + 2} and {args.down + 2}": series(killed),
         },
         at["4 -> 8"],
     )
-    (RESULTS / "rescale.json").write_text(json.dumps(rows, indent=1) + "\n")
+    result = {"rows": rows, "killed_series": series(killed), "fixed_series": series(fixed[0])}
+    (RESULTS / "rescale.json").write_text(json.dumps(result, indent=1) + "\n")
     print(
-        "| run | median interval | 4 -> 8 interval | ratio | 8 -> 4 interval | ratio | "
-        "failure intervals |"
+        "| rescale | interval | without rescale (median) | rescale interval (median) | "
+        "each run | ratio | 3 intervals later | with kills |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        up, down = r.get("4 -> 8"), r.get("8 -> 4")
         print(
-            f"| {r['run']} | {r['median_ms']:.0f} ms | "
-            + (
-                f"{up} ms | {r['4 -> 8 ratio']} | {down} ms | {r['8 -> 4 ratio']} | "
-                if up
-                else "- | - | - | - | "
-            )
-            + (f"{r['failures_ms']} ms |" if "failures_ms" in r else "- |")
+            f"| {r['rescale']} | {r['interval']} | {r['unrescaled_ms']:.0f} ms | "
+            f"{r['rescale_interval_ms']:.0f} ms | {r['each_ms']} | {r['ratio']} | "
+            f"{r['three_later_ms']:.0f} ms | {r['with_kills_ms']} ms |"
         )
+    k = series(killed)
+    print(
+        f"failure intervals (kills at {args.up + 2}, {args.down + 2}): "
+        f"{k[args.up + 1]} ms, {k[args.down + 1]} ms"
+    )
     return 0
 
 

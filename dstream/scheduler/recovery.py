@@ -48,17 +48,24 @@ def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
         for s in streams
         if s._checkpoint_target is not None and s._user_name
     }
-    seen: dict[str, int] = {}
     names = {}
-    for stream in streams:
-        rank = seen.get(stream._operator, 0)
-        seen[stream._operator] = rank + 1
+    for stream, rank in _ranked(streams):
         if stream._user_name and stream._checkpoint_target is not None:
             names[stream._id] = f"{stream._user_name}#view"
         else:
             name = stream._user_name or by_view.get(id(stream))
             names[stream._id] = name or f"{stream._operator}#{rank}"
     return names
+
+
+def _ranked(streams: list[DStreamCore[Any]]) -> list[tuple[DStreamCore[Any], int]]:
+    seen: dict[str, int] = {}
+    out = []
+    for stream in streams:
+        rank = seen.get(stream._operator, 0)
+        seen[stream._operator] = rank + 1
+        out.append((stream, rank))
+    return out
 
 
 def recover(
@@ -211,7 +218,10 @@ def restore_into(ssc: StreamingContext, record: JournalRecord, rebuild_graph: bo
     else:
         new_names = journal_names(graph.streams)
         wanted = {name: sid for sid, name in record.names.items() if sid in record.streams}
-        found = {name: sid for sid, name in new_names.items()}
+        # Operator and rank as well: what journals written before a view's name named its
+        # state (track(), windows) recorded for that state.
+        found = {f"{s._operator}#{rank}": s._id for s, rank in _ranked(graph.streams)}
+        found.update({name: sid for sid, name in new_names.items()})
         missing = sorted(set(wanted) - set(found))
         if missing:
             raise ValueError(

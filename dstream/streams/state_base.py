@@ -168,7 +168,17 @@ class StateStream(DStream[Any]):
             start = newest + self._slide_duration
             self._schedule.add(start.ms, count)
         log.info("%s: %d partitions from interval %s", self._label, count, start)
+        self._warm_up(self._schedule.at((start - self._slide_duration).ms), count)
         return start
+
+    def _warm_up(self, old: int, new: int) -> None:
+        """Run, in the caller's thread and before the rescale interval, what the interval
+        would otherwise do first: the section marks of the new count (a small job and a
+        shuffle) and one regroup of them (which ships the shim jar to the executors and
+        loads its classes there)."""
+        marks = self._ssc._marks
+        marks.get(new).count()
+        regroup(self._ssc.sparkContext, marks.get(old), old, new).count()
 
     def _fit(self, rdd: RDD[Any], count: int, have: int | None = None) -> RDD[Any]:
         """``rdd`` (hash-partitioned (key, value) records) in ``count`` partitions: itself,
