@@ -659,6 +659,10 @@ class StreamingContext:
             self._temp_storage = None
         if stopSparkContext and was != "stopped":
             self._sc.stop()
+        elif was == "active":
+            self._graph.release()
+            if self._section_marks is not None:
+                self._section_marks.release()
         with self._state_lock:
             self._state = "stopped"  # awaitTermination returns once everything has stopped
             self._state_lock.notify_all()

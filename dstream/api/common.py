@@ -89,13 +89,15 @@ class CommonOps(DStreamCore[T]):
         return self
 
     def rescale(self, numPartitions: int) -> Time | None:
-        """Give the keyed state behind this stream (``updateStateByKey``) ``numPartitions``
-        partitions from the next interval on, without losing, doubling or recounting a
-        record: before ``start()`` it is simply the count it starts with; while running
-        (from the program or the live shell) the interval it takes effect at is returned.
-        Doubling or halving moves the state without a shuffle (each new partition reads one
-        or two old ones where they are cached); other counts shuffle it once. The counts are
-        journaled: a restarted driver replays each interval at the count it had."""
+        """Give the keyed state behind this stream (``updateStateByKey``, a window with an
+        inverse) ``numPartitions`` partitions from the next interval on, without losing,
+        doubling or recounting a record: before ``start()`` it is simply the count it
+        starts with; while running (from the program or the live shell) the interval it
+        takes effect at is returned. Doubling or halving moves the state without a shuffle
+        (each new partition reads one or two old ones where they are cached); other counts
+        shuffle an updateStateByKey state once (a window's new partitions read every old
+        one). The counts are journaled: a restarted driver replays each interval at the
+        count it had."""
         target = self._checkpoint_target
         if target is not None:
             return cast("CommonOps[Any]", target).rescale(numPartitions)
@@ -104,7 +106,8 @@ class CommonOps(DStreamCore[T]):
         if not isinstance(self, StateStream):
             raise ValueError(
                 f"rescale({numPartitions!r}) on {self._label}, which keeps no state between "
-                "intervals; call it on the stream updateStateByKey returned (a stateless "
+                "intervals; call it on the stream updateStateByKey or a window with an inverse "
+                "returned (a stateless "
                 "stream's partitions are set per operator: numPartitions=, repartition())"
             )
         return self._rescale(numPartitions)

@@ -151,6 +151,11 @@ class SectionMarks:
             self._by_count[num_partitions] = marks
         return marks
 
+    def release(self) -> None:
+        for marks in self._by_count.values():
+            marks.unpersist(blocking=False)
+        self._by_count.clear()
+
 
 def sectioned_union(
     marks: SectionMarks, num_partitions: int, groups: list[list[RDD[Any]]]

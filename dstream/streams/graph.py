@@ -111,6 +111,21 @@ class DStreamGraph:
             for stream in self.streams:
                 stream._clear_metadata(time)
 
+    def release(self) -> None:
+        """The context stopped and its SparkContext goes on (another context, a shell, a
+        test session): unpersist every RDD the streams persisted, which nothing will read
+        again. (Found when a test of one context saw another stopped context's state, kept
+        in two copies, still cached in the shared SparkContext.)"""
+        with self.lock:
+            for stream in self.streams:
+                if stream._storage_level is None:
+                    continue
+                for rdd in stream._generated.values():
+                    try:
+                        rdd.unpersist(blocking=False)
+                    except Exception:  # a SparkContext stopped meanwhile: nothing is cached
+                        log.debug("unpersist of %s failed", stream._label, exc_info=True)
+
 
 def _raiser(exc: BaseException) -> Any:
     def run() -> None:

@@ -18,13 +18,14 @@ reads one old partition and keeps half of it; with ``m = n/2`` it reads two and 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from math import gcd
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-__all__ = ["PartitionSchedule", "narrow_plan", "regroup"]
+__all__ = ["PartitionSchedule", "narrow_plan", "partition_of", "regroup", "regroup_partitions"]
 
 
 class PartitionSchedule:
@@ -102,7 +103,8 @@ def narrow_plan(old: int, new: int) -> list[list[int]] | None:
     return [[p for p in range(old) if p % g == i % g] for i in range(new)]
 
 
-def _partition_of(key: Any, count: int) -> int:
+def partition_of(key: Any, count: int) -> int:
+    """The partition of ``key`` among ``count`` (as ``partition_by`` hashes it)."""
     from dstream.streams.copartitioned import key_hash
 
     return (hash(key) if type(key) is str else key_hash(key)) % count
@@ -113,15 +115,46 @@ def regroup(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any]:
     ``new`` partitions, co-partitioned with ``partition_by(..., new)``: narrowly through the
     JVM shim's ``Rescaled`` RDD when :func:`narrow_plan` allows and the shim is there,
     otherwise by one shuffle."""
-    import pyspark
-    from pyspark.rdd import Partitioner, portable_hash
-
     from dstream.streams.copartitioned import partition_by
 
     plan = narrow_plan(old, new)
     cls = None if plan is None else _rescaled_class(sc)
     if plan is None or cls is None:
         return partition_by(rdd, new)
+
+    def keep(split: int, records: Any) -> Any:
+        return (kv for kv in records if partition_of(kv[0], new) == split)
+
+    return _regrouped(sc, cls, rdd, plan, new, keep)
+
+
+def regroup_partitions(
+    sc: SparkContext, rdd: RDD[Any], old: int, new: int, build: Callable[[int, Any], Any]
+) -> RDD[Any]:
+    """``rdd``'s ``old`` partitions regrouped into ``new`` without a shuffle, for state whose
+    records are not one per key (a window's one record per partition): new partition ``i``
+    is ``build(i, records of the old partitions it draws on)``. Narrow plans where they
+    exist, else every new partition reads every old one. Needs the JVM shim."""
+    from dstream.scheduler.shim import SHIM_JAR, ShimMissingError
+
+    plan = narrow_plan(old, new) or [list(range(old)) for _ in range(new)]
+    cls = _rescaled_class(sc)
+    if cls is None:
+        raise ShimMissingError(SHIM_JAR)
+    return _regrouped(sc, cls, rdd, plan, new, build)
+
+
+def _regrouped(
+    sc: SparkContext,
+    cls: Any,
+    rdd: RDD[Any],
+    plan: list[list[int]],
+    new: int,
+    build: Callable[[int, Any], Any],
+) -> RDD[Any]:
+    import pyspark
+    from pyspark.rdd import Partitioner, portable_hash
+
     from dstream.scheduler.shim import invoke_static
 
     jvm = sc._jvm
@@ -138,11 +171,7 @@ def regroup(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any]:
     partitioner = Partitioner(new, portable_hash)
     grouped: RDD[Any] = pyspark.RDD(jrdd, sc, rdd._jrdd_deserializer)
     grouped.partitioner = partitioner
-
-    def keep(split: int, records: Any) -> Any:
-        return (kv for kv in records if _partition_of(kv[0], new) == split)
-
-    out = grouped.mapPartitionsWithIndex(keep, preservesPartitioning=True)
+    out = grouped.mapPartitionsWithIndex(build, preservesPartitioning=True)
     out.partitioner = partitioner
     return out
 

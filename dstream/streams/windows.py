@@ -25,9 +25,10 @@ from dstream.streams.copartitioned import (
     partition_by,
     sectioned_union,
 )
+from dstream.streams.rescale import partition_of, regroup_partitions
 from dstream.streams.state_base import StateStream
 from dstream.streams.window_spec import WindowSpec, entering, window_times
-from dstream.tasks.state_merge import combine_locally, fold_window
+from dstream.tasks.state_merge import combine_locally, fold_window, regroup_window
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class ReducedWindowedDStream(StateStream):
     _transient: ClassVar[tuple[str, ...]] = (*StateStream._transient, "_shuffled")
     # The state is the window's partials: a replay of the window's inputs rebuilds it.
     _unbounded: ClassVar[str | None] = None
+    # One record per partition, regrouped by key with its partials (regroup_window).
+    _fixed_partitions: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -138,19 +141,40 @@ class ReducedWindowedDStream(StateStream):
             combined = parent.mapPartitions(
                 lambda it: iter(combine_locally(it, func).items()), preservesPartitioning=True
             )
-            rdd = self._shuffled[time] = partition_by(combined, self._partitions)
+            count = self._schedule.at(time.ms)
+            rdd = self._shuffled[time] = partition_by(combined, count)
         return rdd
+
+    def _fit_state(self, rdd: RDD[Any], count: int, have: int) -> RDD[Any]:
+        """A window state of ``have`` partitions (one WindowPartition record each) in
+        ``count``: each new partition gathers its keys, totals and partials from the old
+        partitions they can come from (no shuffle; the JVM shim's Rescaled RDD)."""
+        if have == count:
+            return rdd
+
+        def build(split: int, records: Iterable[Any]) -> Iterable[Any]:
+            parts = [wp for _, wp in records]
+            yield None, regroup_window(parts, lambda k: partition_of(k, count) == split)
+
+        return regroup_partitions(self._ssc.sparkContext, rdd, have, count, build)
 
     def _fold(
         self, time: Time, state: RDD[Any] | None, times: list[Time], base_ms: int | None = None
     ) -> RDD[Any]:
         """State of ``time``: ``state`` (or, with ``base_ms``, the checkpoint of that interval,
         read by the fold's own pass; or nothing) with the parent's ``times`` folded in."""
+        count = self._schedule.at(time.ms)
+        if base_ms is not None and self._schedule.at(base_ms) != count:
+            # A checkpoint from before a rescale: read at its count, then regrouped.
+            have = self._schedule.at(base_ms)
+            state, base_ms = self._fit_state(self._read_checkpoint(base_ms), count, have), None
+        elif state is not None:
+            state = self._fit_state(state, count, self._schedule.at((time - self._spec.slide).ms))
         groups = [[] if state is None else [state]]
         for u in times:
             rdd = self._interval(u)
-            groups.append([] if rdd is None else [rdd])
-        union = sectioned_union(self._ssc._marks, self._partitions, groups)
+            groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
+        union = sectioned_union(self._ssc._marks, count, groups)
         func, inv = self._func, self._inv
         times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
         if base_ms is None:

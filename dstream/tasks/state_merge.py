@@ -22,6 +22,7 @@ __all__ = [
     "fold_window",
     "merge_update_state",
     "pack_partial",
+    "regroup_window",
     "sections",
     "unpack_partial",
     "window_items",
@@ -115,6 +116,28 @@ class WindowPartition:
                     del totals[key]
             gone += 1
         del ring[:gone]
+
+
+def regroup_window(
+    parts: Iterable[WindowPartition], keep: Callable[[Any], bool]
+) -> WindowPartition:
+    """The window state of a new partition (a rescale): the keys ``keep`` accepts from the
+    old partitions ``parts``, with their totals and each interval's partials."""
+    totals: dict[Any, list[Any]] = {}
+    by_time: dict[int, dict[Any, Any]] = {}
+    last: list[int] = []
+    for part in parts:
+        if part.last_ms is not None:
+            last.append(part.last_ms)
+        for key, slot in part.totals.items():
+            if keep(key):
+                totals[key] = list(slot)
+        for time_ms, entry in part.ring:
+            kept = {k: v for k, v in unpack_partial(entry).items() if keep(k)}
+            if kept:
+                by_time.setdefault(time_ms, {}).update(kept)
+    ring = [(t, pack_partial(by_time[t])) for t in sorted(by_time)]
+    return WindowPartition(totals, ring, max(last, default=None))
 
 
 def pack_partial(partial: dict[Any, Any]) -> bytes:

@@ -1,12 +1,13 @@
-"""Elastic keyed state: ``rescale(n)`` changes an updateStateByKey state's partition count
-from the next interval, exactly (every interval's totals equal a run that never rescaled),
+"""Elastic keyed state: ``rescale(n)`` changes an updateStateByKey or window state's
+partition count from the next interval, exactly (every interval's totals and windows equal a
+run that never rescaled),
 doubling and halving without a shuffle of the state, and a driver restarted from a
 checkpoint taken before a rescale replays forward at the journaled counts, even when the
 restarted program asks for yet another count."""
 
 from __future__ import annotations
 
-from collections import Counter
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 
-from .test_recovery import T0, TEXTS, B, outputs, put
+from .test_recovery import T0, B, expected_outputs, outputs, put
 
 TOTAL = 12
 
@@ -30,16 +31,19 @@ def program(
     )
     totals.setName("totals").checkpoint(4)
     totals.saveAsTextFiles(f"{dirs['out']}/totals")
+    window = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 3, 1, partitions)
+    window.setName("window").checkpoint(4)
+    window.saveAsTextFiles(f"{dirs['out']}/window")
     return ssc
 
 
 def expected_totals() -> dict[str, list[str]]:
-    totals: Counter[str] = Counter()
-    result = {}
-    for i in range(1, TOTAL + 1):
-        totals.update(TEXTS[i - 1].split())
-        result[f"totals-{T0 + i * B}"] = sorted(str(kv) for kv in totals.items())
-    return result
+    """The running totals and the 3 s windows of every interval (test_recovery's oracle)."""
+    return {
+        name: lines
+        for name, lines in expected_outputs(TOTAL).items()
+        if name.startswith(("totals-", "window-"))
+    }
 
 
 @pytest.fixture
@@ -59,10 +63,8 @@ def advance(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
     ssc.awaitTerminationOrTimeout(0)
 
 
-def state_of(ssc: StreamingContext) -> Any:
-    from dstream.streams.state_base import StateStream
-
-    return next(s for s in ssc._graph.streams if isinstance(s, StateStream))
+def state_of(ssc: StreamingContext, kind: str = "StateDStream") -> Any:
+    return next(s for s in ssc._graph.streams if type(s).__name__ == kind)
 
 
 def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[str, Path]) -> None:
@@ -77,12 +79,15 @@ def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[st
         lineage[(t.ms - T0) // B] = rdd.toDebugString().decode()
 
     state.foreachRDD(watch)
+    window = state_of(ssc, "ReducedWindowedDStream")
     try:
         ssc.start()
         advance(ssc, clock, 4)
         assert state.rescale(8) == Time(T0 + 5 * B)  # from the next interval
+        assert window.rescale(8) == Time(T0 + 5 * B)
         advance(ssc, clock, 8)
         assert state.rescale(4) == Time(T0 + 9 * B)
+        assert window.rescale(2) == Time(T0 + 9 * B)
         advance(ssc, clock, TOTAL)
     finally:
         ssc.stop(stopSparkContext=False)
@@ -94,6 +99,7 @@ def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[st
         assert "Rescaled" in lineage[i], lineage[i]
     assert "Rescaled" not in lineage[4]
     assert state._journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
+    assert window._schedule.steps() == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 2)]
 
 
 def test_a_count_no_narrow_plan_serves_is_reached_by_one_shuffle(
@@ -106,12 +112,14 @@ def test_a_count_no_narrow_plan_serves_is_reached_by_one_shuffle(
         ssc.start()
         advance(ssc, clock, 3)
         state.rescale(3)  # 4 -> 3: each new partition could draw on all four
+        # A window regroups without a shuffle even so: each new partition reads all four.
+        state_of(ssc, "ReducedWindowedDStream").rescale(3)
         advance(ssc, clock, 6)
     finally:
         ssc.stop(stopSparkContext=False)
     got = outputs(dirs["out"])
     want = expected_totals()
-    assert {k: got[k] for k in got} == {k: want[k] for k in got} and len(got) == 6
+    assert {k: got[k] for k in got} == {k: want[k] for k in got} and len(got) == 12
 
 
 @pytest.mark.parametrize("restart_with", [8, 2])
@@ -143,6 +151,7 @@ def test_a_restart_from_before_a_rescale_replays_forward_at_the_journaled_counts
     )
     state = state_of(resumed)
     assert state._schedule.at(T0 + 4 * B) == 4 and state._schedule.at(T0 + 7 * B) == 8
+    assert state_of(resumed, "ReducedWindowedDStream")._schedule.at(T0 + 7 * B) == 4
     counts: dict[int, int] = {}
     state.foreachRDD(lambda t, rdd: counts.__setitem__((t.ms - T0) // B, rdd.getNumPartitions()))
     try:
@@ -155,16 +164,11 @@ def test_a_restart_from_before_a_rescale_replays_forward_at_the_journaled_counts
 
 
 def test_rescale_is_refused_where_partitions_are_fixed(harness: Any) -> None:
-    import operator
-
     h = harness()
     pairs = h.ssc.rateStream(10, numPartitions=1, seed=3).map(lambda line: (line[:1], 1))
     sessions = pairs.track(lambda k, e: 1, lambda k, s, e: s + 1, 3)
     with pytest.raises(ValueError, match="track\\(\\)'s partitions are snapshot files"):
         sessions.rescale(4)
-    window = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 4, 1, 2)
-    with pytest.raises(ValueError, match="its partition count is fixed"):
-        window.rescale(4)
     with pytest.raises(ValueError, match="keeps no state between intervals"):
         pairs.rescale(4)
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new))

@@ -122,3 +122,35 @@ def test_a_fold_can_start_from_a_saved_state_instead_of_its_first_section() -> N
     records = [MARK, ("a", 2)]  # no state section: the state comes from the checkpoint
     ((_, state),) = fold_window(records, operator.add, operator.sub, [2], 0, [(None, saved)])
     assert state.totals == {"a": [3, 2]}
+
+
+def test_a_window_state_regrouped_by_key_folds_on_as_if_never_split() -> None:
+    """A rescale splits two window partitions into three by key: each new partition holds
+    its keys' totals and their partials in every interval of the ring, so later folds and
+    evictions give what the unsplit state gives."""
+    from dstream.tasks.state_merge import WindowPartition, regroup_window
+
+    intervals = [
+        [("a", 1), ("b", 2), ("c", 3)],
+        [("a", 4), ("d", 5)],
+        [("b", 6), ("c", 7), ("e", 8)],
+    ]
+    old = [WindowPartition(), WindowPartition()]
+    whole = WindowPartition()
+    for i, pairs in enumerate(intervals, start=1):
+        whole.add(i * 1000, pairs, operator.add)
+        for j, part in enumerate(old):
+            part.add(i * 1000, [kv for kv in pairs if ord(kv[0]) % 2 == j], operator.add)
+    new = [regroup_window(old, lambda k, i=i: ord(k) % 3 == i) for i in range(3)]
+    assert sorted(k for part in new for k in part.totals) == sorted(whole.totals)
+    assert all(part.last_ms == 3000 for part in new)
+    # Fold one more interval and evict the first two, in both shapes.
+    more = [("a", 10), ("e", 1), ("f", 2)]
+    whole.add(4000, more, operator.add)
+    whole.evict(2000, operator.sub)
+    for i, part in enumerate(new):
+        part.add(4000, [kv for kv in more if ord(kv[0]) % 3 == i], operator.add)
+        part.evict(2000, operator.sub)
+    merged = {k: v for part in new for k, v in part.totals.items()}
+    assert merged == whole.totals
+    assert merged == {"b": [6, 1], "c": [7, 1], "e": [9, 2], "a": [10, 1], "f": [2, 1]}
