@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,9 @@ class Checkpointer:
         self._thread: threading.Thread | None = None
         self._current_group: str | None = None
         self._stopping = False
-        self.completed: list[tuple[int, Time, float]] = []  # (stream id, time, seconds)
+        # The last checkpoints written, (stream id, time, seconds): bounded, a program runs
+        # for months.
+        self.completed: deque[tuple[int, Time, float]] = deque(maxlen=100)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="dstream-checkpointer", daemon=True)

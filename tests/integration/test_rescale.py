@@ -15,7 +15,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 
-from .test_recovery import T0, B, expected_outputs, outputs, put
+from .test_recovery import T0, TEXTS, B, expected_outputs, outputs, put
 
 TOTAL = 12
 
@@ -86,6 +86,9 @@ def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[st
         assert state.rescale(8) == Time(T0 + 5 * B)  # from the next interval
         assert window.rescale(8) == Time(T0 + 5 * B)
         advance(ssc, clock, 8)
+        # A point lookup reads the one partition of the key at the state's count now (8).
+        be = sum(text.split().count("be") for text in TEXTS[:8])
+        assert state.lookup("be") == [be] and be > 0
         assert state.rescale(4) == Time(T0 + 9 * B)
         assert window.rescale(2) == Time(T0 + 9 * B)
         advance(ssc, clock, TOTAL)
