@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-__all__ = ["PartitionSchedule", "narrow_plan", "partition_of", "regroup", "regroup_partitions"]
+__all__ = [
+    "PartitionSchedule",
+    "narrow_plan",
+    "partition_of",
+    "regroup",
+    "regroup_partitions",
+    "regroup_unfiltered",
+]
 
 
 class PartitionSchedule:
@@ -128,6 +135,20 @@ def regroup(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any]:
     return _regrouped(sc, cls, rdd, plan, new, keep)
 
 
+def regroup_unfiltered(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any] | None:
+    """``rdd``'s records regrouped narrowly into ``new`` partitions *without* dropping the
+    keys that belong to a sibling partition (a split's new partition holds its whole old
+    partition): for a task that reads them once anyway and can skip the others itself
+    (:func:`dstream.tasks.state_merge.merge_update_state`'s ``keep``), saving a pass that
+    unpickles, hashes and pickles the state again. None where there is no narrow plan or no
+    shim (then :func:`regroup`)."""
+    plan = narrow_plan(old, new)
+    cls = None if plan is None else _rescaled_class(sc)
+    if plan is None or cls is None:
+        return None
+    return _regrouped(sc, cls, rdd, plan, new, None)
+
+
 def regroup_partitions(
     sc: SparkContext, rdd: RDD[Any], old: int, new: int, build: Callable[[int, Any], Any]
 ) -> RDD[Any]:
@@ -150,7 +171,7 @@ def _regrouped(
     rdd: RDD[Any],
     plan: list[list[int]],
     new: int,
-    build: Callable[[int, Any], Any],
+    build: Callable[[int, Any], Any] | None,
 ) -> RDD[Any]:
     import pyspark
     from pyspark.rdd import Partitioner, portable_hash
@@ -171,6 +192,8 @@ def _regrouped(
     partitioner = Partitioner(new, portable_hash)
     grouped: RDD[Any] = pyspark.RDD(jrdd, sc, rdd._jrdd_deserializer)
     grouped.partitioner = partitioner
+    if build is None:
+        return grouped
     out = grouped.mapPartitionsWithIndex(build, preservesPartitioning=True)
     out.partitioner = partitioner
     return out

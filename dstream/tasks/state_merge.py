@@ -203,6 +203,7 @@ def merge_update_state(
     records: Iterable[Any],
     update_func: Callable[[list[Any], Any], Any],
     intervals: int = 1,
+    keep: Callable[[Any], bool] | None = None,
 ) -> Iterator[tuple[Any, Any]]:
     """``updateStateByKey`` from ``1 + intervals`` sections: the previous state
     ``(key, state)``, then the new records ``(key, ((source partition, position), value))``
@@ -212,7 +213,8 @@ def merge_update_state(
     delivered them, so a recomputed interval gives the same state.
     """
     parts = sections(records, 1 + intervals)
-    states = dict(parts[0])
+    # keep: after a rescale's split, the previous state holds a sibling partition's keys too.
+    states = dict(parts[0]) if keep is None else {k: v for k, v in parts[0] if keep(k)}
     for new in parts[1:]:
         news: dict[Any, list[tuple[tuple[int, int], Any]]] = {}
         for key, payload in new:
