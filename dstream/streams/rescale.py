@@ -124,15 +124,16 @@ def regroup(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any]:
     otherwise by one shuffle."""
     from dstream.streams.copartitioned import partition_by
 
-    plan = narrow_plan(old, new)
-    cls = None if plan is None else _rescaled_class(sc)
-    if plan is None or cls is None:
+    grouped = regroup_unfiltered(sc, rdd, old, new)
+    if grouped is None:
         return partition_by(rdd, new)
 
     def keep(split: int, records: Any) -> Any:
         return (kv for kv in records if partition_of(kv[0], new) == split)
 
-    return _regrouped(sc, cls, rdd, plan, new, keep)
+    out = grouped.mapPartitionsWithIndex(keep, preservesPartitioning=True)
+    out.partitioner = grouped.partitioner
+    return out
 
 
 def regroup_unfiltered(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any] | None:

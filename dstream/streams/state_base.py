@@ -61,7 +61,6 @@ class StateStream(DStream[Any]):
         user_functions: Iterable[UserFunction] = (),
     ) -> None:
         super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
-        self._partitions = num_partitions
         # The partition count of each interval's state (rescale() adds steps).
         self._schedule = PartitionSchedule(num_partitions)
         self._storage_level = STATE
@@ -87,6 +86,7 @@ class StateStream(DStream[Any]):
         "_checkpoint_bytes",
         "_checkpoint_bytes_total",
         "_wanted_partitions",
+        "_unswept",
     )
 
     def _init_transient(self) -> None:
@@ -114,6 +114,9 @@ class StateStream(DStream[Any]):
         self._checkpoint_bytes_total = 0
         # A restored program that asked for another partition count than the journal's.
         self._wanted_partitions: int | None = None
+        # Checkpoint directories may exist that no live checkpoint accounts for (a replay
+        # state sweeps them once none is live; see _delete_unused_checkpoints).
+        self._unswept = True
 
     # ---- what a state stream implements --------------------------------------------------
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -141,6 +144,11 @@ class StateStream(DStream[Any]):
         return self._restored_key if self._restored_key is not None else str(self._id)
 
     # ---- elastic partitions -------------------------------------------------------------------
+    @property
+    def _partitions(self) -> int:
+        """The partition count of the newest step (fixed for track())."""
+        return self._schedule.latest
+
     def _partitions_at(self, time: Time) -> int:
         return self._schedule.at(time.ms)
 
@@ -159,7 +167,6 @@ class StateStream(DStream[Any]):
             )
         with self._lock:
             if self._zero_time is None:
-                self._partitions = count
                 self._schedule.start_with(count)
                 return None
             newest = max(self._generated, default=self._zero_time)
@@ -272,7 +279,7 @@ class StateStream(DStream[Any]):
             raise RuntimeError(f"{self._label} computed before start()")
         if self._wanted_partitions is not None:
             self._schedule.restart_with(time.ms, self._wanted_partitions)
-            self._partitions, self._wanted_partitions = self._wanted_partitions, None
+            self._wanted_partitions = None
         previous_time = time - self._slide_duration
         # Only a remembered previous state is stepped from: computing it afresh would rebuild
         # every older state in turn. Without it (first interval, after a restart, or if it
@@ -403,10 +410,10 @@ class StateStream(DStream[Any]):
         if self._root is None:
             return
         live = self._live_checkpoints() | keep
-        if not live and self._kind != "replay":
+        # Under replay no checkpoint is written any more: once none is live, those left
+        # (written before auto chose replay, or by a run restored from) go, in one sweep.
+        if not live and not (self._kind == "replay" and self._unswept):
             return
-        # Under replay no checkpoint is written any more (auto may have written some
-        # before it chose): once none is live, none is needed.
         parent = f"{self._root.rstrip('/')}/state-{self._key}"
         fs = filesystem_for(parent, self._ssc.sparkContext)
         newest = max(live, default=None)
@@ -414,6 +421,7 @@ class StateStream(DStream[Any]):
         for name in names:
             if name.isdigit() and int(name) not in live and (newest is None or int(name) < newest):
                 fs.delete(f"{parent}/{name}")
+        self._unswept = bool(live)
 
     def _can_compute(self, time: Time) -> bool:
         # A state's past RDD is rebuilt only through compute()'s own rules.
@@ -470,8 +478,13 @@ class StateStream(DStream[Any]):
         }
 
     def _restore_state(self, state: dict[str, Any]) -> None:
-        if state["shape"] != self._shape():
-            theirs, ours = state["shape"], self._shape()
+        theirs, ours = dict(state["shape"]), self._shape()
+        # An elastic state's count is its journaled schedule, not its shape (a journal
+        # written before states could rescale has it in the shape only).
+        old_count = None
+        if self._fixed_partitions is None:
+            old_count = theirs.pop("partitions", None)
+        if theirs != ours:
             diff = ", ".join(
                 f"{k}: {theirs.get(k)!r} then, {ours.get(k)!r} now"
                 for k in sorted(set(theirs) | set(ours))
@@ -484,14 +497,13 @@ class StateStream(DStream[Any]):
         self._published_ms = state.get("checkpoint_ms")
         self._restored_key = state["key"]
         self._restored_floor_ms = state.get("floor_ms")
-        steps = state.get("partitions")
+        steps = state.get("partitions") or ([(0, old_count)] if old_count else None)
         if steps and self._fixed_partitions is None:
             # The counts the intervals had; a program asking for another count now rescales
             # at its first interval (SPATE: forward, not rolled back).
-            wanted = self._partitions
+            wanted = self._schedule.latest
             self._schedule.replace(steps)
-            self._partitions = self._schedule.latest
-            if wanted != self._partitions:
+            if wanted != self._schedule.latest:
                 self._wanted_partitions = wanted
         auto = state.get("auto")
         if self._strategy.kind == "auto" and auto is not None:

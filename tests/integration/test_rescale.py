@@ -180,3 +180,17 @@ def test_rescale_is_refused_where_partitions_are_fixed(harness: Any) -> None:
     assert totals.rescale(6) is None  # before start: the count it starts with
     state = totals._checkpoint_target or totals
     assert state._partitions == 6 and state._schedule.steps() == [(0, 6)]
+
+
+def test_a_journal_from_before_states_rescaled_restores_with_its_count(harness: Any) -> None:
+    """Journals written before rescale() existed carry an elastic state's count in its shape
+    and no schedule: it restores, at that count, and the program's own count rescales."""
+    h = harness()
+    pairs = h.ssc.rateStream(10, numPartitions=1, seed=3).map(lambda line: (line[:1], 1))
+    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 6)
+    state = totals._checkpoint_target or totals
+    old_shape = {"kind": "StateDStream", "partitions": 4, "slide_ms": 1000}
+    state._restore_state({"shape": old_shape, "key": "7", "checkpoint_ms": 2000})
+    assert state._schedule.steps() == [(0, 4)] and state._wanted_partitions == 6
+    with pytest.raises(ValueError, match="slide_ms: 2000 then, 1000 now"):
+        state._restore_state({"shape": {**old_shape, "slide_ms": 2000}, "key": "7"})
