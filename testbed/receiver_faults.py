@@ -31,16 +31,27 @@ SECRET = b"receiver-faults-secret-0123456789"
 
 
 def send(
-    address: list[tuple[str, int]], count: int, pace_s: float, sent: list[str], failed: list[str]
+    address: list[tuple[str, int]],
+    count: int,
+    pace_s: float,
+    release: threading.Event,
+    sent: list[str],
+    failed: list[str],
 ) -> None:
     """``count`` numbered records, one every ``pace_s``, in blocks of 10; then wait until
-    every block is committed (the main loop keeps intervals coming)."""
+    every block is committed (the main loop keeps intervals coming). After the first
+    quarter it holds until ``release`` is set (the main loop sets it just before the
+    kill): the rest is sent while the executor dies, however fast the intervals before it
+    ran — unheld, a client that had sent everything before the kill's interval left no
+    block for the kill to hit."""
     from dstream.receiver.client import ReceiverClient
 
     pause = threading.Event()
     try:
         with ReceiverClient(address, SECRET, block_records=10) as client:
             for i in range(count):
+                if i == count // 4:
+                    release.wait()
                 pause.wait(pace_s)
                 client.send(f"s{i}")
                 sent.append(f"s{i}")
@@ -93,9 +104,12 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
             raise RuntimeError("the receiver did not start on an executor within 120 s")
         receivers_before = stream._receivers()
     sent, failed = list[str](), list[str]()
+    release = threading.Event()  # the client's second part, sent from just before the kill
+    if which == "none":
+        release.set()
     client = threading.Thread(
         target=send,
-        args=(receiverAddresses(stream), args.records, args.pace_ms / 1000, sent, failed),
+        args=(receiverAddresses(stream), args.records, args.pace_ms / 1000, release, sent, failed),
     )
     client.start()
     intrusion: list[str] = []
@@ -122,8 +136,23 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         for _ in range(args.intervals):
             pause.wait(0.3)  # records arrive between intervals (real time)
             if interval + 1 == args.at and which != "none":
+                release.set()
                 if not stream._wait_for_pending(1, 120):
-                    raise RuntimeError("no block arrived before the kill")
+                    raise RuntimeError(
+                        "no block arrived before the kill in 120 s: "
+                        + json.dumps(
+                            {
+                                "sent": len(sent),
+                                "client_errors": failed,
+                                "stored_blocks": len(stream._known),
+                                "records_per_interval": {t: len(v) for t, v in values.items()},
+                                "refusals": stream._refusals,
+                                "receivers": {i: r[0] for i, r in stream._receivers().items()},
+                                "executors": sorted(executor_pids(sc.applicationId)),
+                            },
+                            default=str,
+                        )
+                    )
                 block = stream._pending_blocks()[0]
                 holders = sorted(block.executors, key=int)
                 receiver_executor = stream._receivers()[0][0] if on_executors else None
@@ -147,6 +176,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
         receivers_after = stream._receivers() if on_executors else {}
     finally:
+        release.set()  # (an error before the kill: the client must not wait for ever)
         ssc.stop(stopSparkContext=False)
     # Stopping the stream stopped its receiver tasks: no job is left running.
     active_after_stop = list(sc.statusTracker().getActiveJobsIds())
