@@ -379,6 +379,7 @@ class StreamingContext:
             self._give_rdds_the_checkpoint_dir()
         self._lease = None if journal is None else claim(journal.fs, journal.directory)
         self._monitor = self._start_monitor()
+        self._start_elastic()
         self._web_ui = attach_web_ui(self, self._monitor)
         self._coordinator = BatchCoordinator(self, journal, self._lease, self._monitor)
         scheduler = JobScheduler(
@@ -464,17 +465,26 @@ class StreamingContext:
         from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
 
         policy = self._settings.executor_avoidance
-        if policy is not None and not supports_executor_control(self._sc.master or ""):
-            raise ValueError(
-                f"settings.executor_avoidance needs executors in JVMs of their own, but the "
-                f"master is {self._sc.master!r} (tasks run inside the driver); use "
-                "local-cluster[N,cores,MB] or a cluster, or set executor_avoidance=None"
+        controls = [
+            name
+            for name, value in (
+                ("executor_avoidance", policy),
+                ("elastic", self._settings.elastic),
             )
+            if value is not None
+        ]
+        for name in controls:
+            if not supports_executor_control(self._sc.master or ""):
+                raise ValueError(
+                    f"settings.{name} needs executors in JVMs of their own, but the "
+                    f"master is {self._sc.master!r} (tasks run inside the driver); use "
+                    f"local-cluster[N,cores,MB] or a cluster, or set {name}=None"
+                )
         try:
             feed = TaskEventFeed.attach(self._sc)
         except ShimMissingError as exc:
-            if policy is not None:
-                raise ShimMissingError(exc.path, needed_by="settings.executor_avoidance") from None
+            if controls:
+                raise ShimMissingError(exc.path, needed_by=f"settings.{controls[0]}") from None
             log.warning(
                 "%s. Running without per-interval task statistics and straggler tracking, "
                 "and without the Spark UI's Streaming tab and dstream's metrics.",
@@ -485,10 +495,32 @@ class StreamingContext:
             feed,
             self._job_group_prefix,
             policy=policy,
-            control=SparkExecutorControl(self._sc) if policy is not None else None,
+            control=SparkExecutorControl(self._sc) if controls else None,
         )
         monitor.start()
         return monitor
+
+    def _start_elastic(self) -> None:
+        """Backpressure and the elastic policy (dstream.scheduler.elastic), a listener on
+        completed intervals; pyspark.streaming's spark.streaming.backpressure.* settings
+        turn backpressure on too."""
+        from dstream.scheduler.elastic import ElasticController
+
+        conf = self._sc.getConf()
+        backpressure = self._settings.backpressure or (
+            (conf.get("spark.streaming.backpressure.enabled") or "false").lower() == "true"
+        )
+        if not backpressure and self._settings.elastic is None:
+            return
+        min_rate = float(conf.get("spark.streaming.backpressure.pid.minRate") or 100.0)
+        initial = conf.get("spark.streaming.backpressure.initialRate")
+        if backpressure and initial:
+            for source in self._graph.inputs:
+                source._rate_limit = float(initial)
+        self._bus.add(
+            ElasticController(self, self._monitor, self._settings.elastic, backpressure, min_rate),
+            first=True,  # progress records show the rate and the step of their own interval
+        )
 
     @property
     def lastProgress(self) -> dict[str, Any] | None:

@@ -164,6 +164,11 @@ class BatchInfo:
     # Intervals that were due and not generated yet when this one was submitted: the engine
     # generates at most settings.max_backlog intervals ahead of the ones completed.
     backlog: int = 0
+    # Wall-clock ms from the first job's start to the last job's end (None until the batch
+    # completes): what backpressure and the elastic policy weigh. Under the system clock it
+    # is about the processing delay; under a ManualClock, which stands still while jobs
+    # run, it is the only real measure of the work.
+    work_ms: int | None = None
 
     @property
     def num_records(self) -> int:
@@ -399,9 +404,14 @@ class ListenerBus:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def add(self, listener: StreamingListener) -> None:
+    def add(self, listener: StreamingListener, *, first: bool = False) -> None:
+        """``first``: before every listener added so far (the engine's own controllers,
+        whose effects the progress records and users' listeners then see)."""
         with self._lock:
-            self._listeners.append(listener)
+            if first:
+                self._listeners.insert(0, listener)
+            else:
+                self._listeners.append(listener)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="dstream-listener-bus", daemon=True)

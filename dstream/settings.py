@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from dstream.time import Duration, to_duration
 
-__all__ = ["AvoidancePolicy", "StreamingSettings"]
+__all__ = ["AvoidancePolicy", "ElasticPolicy", "StreamingSettings"]
 
 
 def _set(obj: object, name: str, value: object) -> None:
@@ -67,6 +67,63 @@ class AvoidancePolicy:
             raise ValueError(
                 f"AvoidancePolicy max_fraction {self.max_fraction!r} must be in (0, 1), "
                 "e.g. 1/3: at most a third of the executors avoided at once"
+            )
+
+
+@dataclass(frozen=True)
+class ElasticPolicy:
+    """When to ask the cluster for more executors or give some back (see
+    dstream.scheduler.elastic), and whether keyed state follows them.
+
+    Load is an interval's processing time over the batch interval. ``up_after`` intervals
+    in a row above ``scale_up`` (or a backlog of ``backlog_up`` intervals generated and not
+    done) double the executors; ``down_after`` in a row below ``scale_down`` halve them;
+    always within ``min_executors`` .. ``max_executors``. After a change nothing changes for
+    ``cooldown`` of batch time (new executors take seconds to join and warm up). Executors
+    running a receiver are never removed. With ``rescale_state``, every keyed state that
+    can rescale (updateStateByKey, windows with an inverse) doubles or halves its
+    partitions with the executors, split and merged narrowly (``stream.rescale``).
+    """
+
+    min_executors: int = 1
+    max_executors: int = 8
+    scale_up: float = 0.9
+    scale_down: float = 0.4
+    up_after: int = 2
+    down_after: int = 10
+    backlog_up: int = 2
+    cooldown: Duration = field(default_factory=lambda: Duration(30_000))
+    rescale_state: bool = True
+
+    def __post_init__(self) -> None:
+        owner = "ElasticPolicy"
+        _int(owner, "min_executors", self.min_executors, 1, "1")
+        _int(owner, "max_executors", self.max_executors, 1, "8")
+        _int(owner, "up_after", self.up_after, 1, "2")
+        _int(owner, "down_after", self.down_after, 1, "10")
+        _int(owner, "backlog_up", self.backlog_up, 1, "2")
+        _set(self, "cooldown", to_duration(self.cooldown, f"{owner} cooldown", allow_zero=True))
+        if self.max_executors < self.min_executors:
+            raise ValueError(
+                f"ElasticPolicy max_executors {self.max_executors} must be at least "
+                f"min_executors {self.min_executors}"
+            )
+        for name in ("scale_up", "scale_down"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(
+                    f"ElasticPolicy {name} {value!r} must be a number > 0 (processing time "
+                    "over the batch interval), e.g. scale_up=0.9, scale_down=0.4"
+                )
+        if not self.scale_down * 2 <= self.scale_up:
+            raise ValueError(
+                f"ElasticPolicy scale_down {self.scale_down} must be at most half of scale_up "
+                f"{self.scale_up}: halving the executors doubles the load, and a load just "
+                "under scale_down would otherwise be scaled straight back up"
+            )
+        if not isinstance(self.rescale_state, bool):
+            raise TypeError(
+                f"ElasticPolicy rescale_state must be a bool, got {self.rescale_state!r}"
             )
 
 
@@ -134,6 +191,13 @@ class StreamingSettings:
     # failure interval's own lost work is redone. The price: each interval's state is sent
     # to a second executor. bench/README.md ("One executor lost") has the numbers.
     state_replicas: int = 1
+    # Executors that follow the load (and keyed state that rescales with them); needs
+    # executors in JVMs of their own and the JVM shim, as executor_avoidance. Off by default.
+    elastic: ElasticPolicy | None = None
+    # Lower the records each source reads per interval while processing takes longer than
+    # the interval (a PID rate estimator, as pyspark.streaming's; Kafka and receivers). Also
+    # on when the SparkConf says spark.streaming.backpressure.enabled=true.
+    backpressure: bool = False
 
     def __post_init__(self) -> None:
         owner = "StreamingSettings"
@@ -170,6 +234,13 @@ class StreamingSettings:
                 f"{owner} executor_avoidance must be an AvoidancePolicy or None, got "
                 f"{self.executor_avoidance!r}"
             )
+
+        if self.elastic is not None and not isinstance(self.elastic, ElasticPolicy):
+            raise TypeError(
+                f"{owner} elastic must be an ElasticPolicy or None, got {self.elastic!r}"
+            )
+        if not isinstance(self.backpressure, bool):
+            raise TypeError(f"{owner} backpressure must be a bool, got {self.backpressure!r}")
 
     def to_bytes(self) -> bytes:
         """For the metadata journal: the fields by name (a later version restores what it

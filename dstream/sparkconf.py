@@ -82,21 +82,40 @@ SPECULATION: dict[str, str] = {
 }
 
 
+# Graceful executor removal for the elastic policy (dstream.scheduler.elastic): an executor
+# it removes is decommissioned instead of killed, and first moves its cached blocks (the
+# state) and shuffle files to the executors that stay, so nothing it held is recomputed.
+# Read when the SparkContext starts: set them in its SparkConf (recommended_conf(...,
+# decommission=True) or spark-submit --conf).
+DECOMMISSION: dict[str, str] = {
+    "spark.decommission.enabled": "true",
+    "spark.storage.decommission.enabled": "true",
+    "spark.storage.decommission.rddBlocks.enabled": "true",
+    "spark.storage.decommission.shuffleBlocks.enabled": "true",
+    # How often a leaving executor looks for blocks still to move (Spark's default, 30 s,
+    # kept a decommissioned executor, and its cores, for ~25 s after a 5 s interval).
+    "spark.storage.decommission.replicationReattemptInterval": "1s",
+}
+
+
 def recommended_conf(
     master: str = "local[2]",
     app_name: str = "dstream",
     speculation: bool = False,
     daemon: bool | None = None,
+    decommission: bool = False,
 ) -> SparkConf:
     """A SparkConf with ``master``, ``app_name``, :data:`RECOMMENDED`, if asked
-    :data:`SPECULATION`, dstream's Python worker daemon (``daemon``; by default for local
-    masters only), for local masters the driver's class archive
+    :data:`SPECULATION`, if asked :data:`DECOMMISSION`, dstream's Python worker daemon
+    (``daemon``; by default for local masters only), for local masters the driver's class archive
     (:data:`DRIVER_CLASS_ARCHIVE`) and for ``local-cluster`` ones the executors'
     (:data:`EXECUTOR_CLASS_ARCHIVE`), when `make executor-archive` built them."""
     from pyspark import SparkConf
 
     conf = SparkConf().setMaster(master).setAppName(app_name)
     for key, value in recommended_settings(master, speculation, daemon).items():
+        conf.set(key, value)
+    for key, value in (DECOMMISSION if decommission else {}).items():
         conf.set(key, value)
     return conf
 

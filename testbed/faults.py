@@ -248,14 +248,19 @@ def executor_count(sc: Any) -> int:
 
 
 def cluster_conf(
-    master: str, name: str, executor_mb: int, parallelism: int, speculation: bool = False
+    master: str,
+    name: str,
+    executor_mb: int,
+    parallelism: int,
+    speculation: bool = False,
+    decommission: bool = False,
 ) -> Any:
     """The SparkConf of a fault run: dstream's recommended settings, no UI, the driver on
     loopback, executors of ``executor_mb`` MB, ``parallelism`` partitions by default."""
     from dstream.sparkconf import recommended_conf
 
     return (
-        recommended_conf(master, name, speculation=speculation)
+        recommended_conf(master, name, speculation=speculation, decommission=decommission)
         .set("spark.ui.enabled", "false")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.executor.memory", f"{executor_mb}m")

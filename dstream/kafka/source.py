@@ -187,7 +187,7 @@ class KafkaInputDStream(InputDStream):
             positions,
             snap.available,
             snap.missing_topics,
-            max_per_partition=self._options.max_per_partition,
+            max_per_partition=self._max_per_partition(len(snap.available)),
             fail_on_data_loss=self._options.fail_on_data_loss,
         )
         notes = snap.problems + plan.notes
@@ -199,6 +199,16 @@ class KafkaInputDStream(InputDStream):
             self._positions = plan.positions
             self._planned_until = time
         return plan.ranges
+
+    def _max_per_partition(self, partitions: int) -> int | None:
+        """maxRecordsPerPartition, lowered by backpressure to the interval's allowance
+        spread evenly over the partitions (as pyspark.streaming's direct stream did)."""
+        cap = self._options.max_per_partition
+        allowed = self._records_allowed()
+        if allowed is None or partitions == 0:
+            return cap
+        share = max(1, allowed // partitions)
+        return share if cap is None else min(cap, share)
 
     def _rdd(self, time: Time, ranges: list[OffsetRange]) -> RDD[Any]:
         sc = self._ssc.sparkContext

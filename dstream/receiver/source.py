@@ -445,20 +445,31 @@ class ReceiverInputDStream(InputDStream):
         return {} if self._remote is None else self._remote.receivers()
 
     def _wait_for_room(self, key: Key) -> float:
-        """Backpressure: while ``receiver_max_buffered`` records wait for the next interval,
-        take no new block (this connection is not read, TCP slows the client down). A block
-        a recomputed interval waits for is always taken. Returns how many records may still
+        """Backpressure: while ``receiver_max_buffered`` records (or, under
+        ``StreamingSettings(backpressure=True)``, the rate estimator's allowance for one
+        interval) wait for the next interval, take no new block (this connection is not
+        read, TCP slows the client down). A block a recomputed interval waits for is
+        always taken. Returns how many records may still
         wait (infinite for such a block)."""
-        limit = self._ssc._settings.receiver_max_buffered
 
         def waiting() -> int:
             return sum(b.count for b in self._pending)
 
+        def limit() -> int:
+            most = self._ssc._settings.receiver_max_buffered
+            allowed = self._records_allowed()  # backpressure: what one interval may read
+            return most if allowed is None else min(most, allowed)
+
         with self._state_lock:
             if key in self._awaited:
                 return float("inf")
-            self._state_lock.wait_for(lambda: waiting() < limit or self._stopping.is_set())
-            return limit - waiting()
+            self._state_lock.wait_for(lambda: waiting() < limit() or self._stopping.is_set())
+            return limit() - waiting()
+
+    def _set_rate_limit(self, rate: float | None) -> None:
+        with self._state_lock:
+            super()._set_rate_limit(rate)
+            self._state_lock.notify_all()  # a higher limit: room again
 
     def _store(self, blocks: list[tuple[str, int, list[Any]]]) -> list[StoredBlock]:
         """Store blocks on ``replicas`` executors each, trying again while executors come and

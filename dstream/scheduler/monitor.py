@@ -95,11 +95,12 @@ class IntervalTasks:
 
 @dataclass(frozen=True)
 class ExecutorAction:
-    kind: str  # "avoid" or "restore"
-    executor: str  # the avoided executor (for "restore": the one it replaces)
+    kind: str  # "avoid", "restore", "scale up" or "scale down"
+    executor: str  # the avoided executor (for "restore": the one it replaces; scaling: ids)
     host: str | None
     at_ms: int  # epoch ms
     target: int  # executors asked of the cluster manager afterwards
+    reason: str = ""  # why an elastic step was taken
 
 
 class Subscription:
@@ -134,6 +135,35 @@ class SparkExecutorControl:
 
     def kill(self, executor: str) -> bool:
         return bool(self._sc._jsc.sc().killExecutor(executor))
+
+    @property
+    def decommissions(self) -> bool:
+        """Whether the SparkContext started with decommissioning and block migration on
+        (dstream.sparkconf.DECOMMISSION)."""
+        conf = self._sc.getConf()
+        return all(
+            (conf.get(key) or "false").lower() == "true"
+            for key in ("spark.decommission.enabled", "spark.storage.decommission.enabled")
+        )
+
+    def remove(self, executor: str) -> bool:
+        """Take ``executor`` away: decommissioned when the conf allows it (its blocks and
+        shuffle files move to the others before it exits), killed otherwise. The
+        decommission call is the scheduler backend's (Spark's own dynamic allocation uses
+        it; not a public API, so a Spark without it falls back to killing)."""
+        if self.decommissions:
+            try:
+                jvm = self._sc._jvm
+                assert jvm is not None
+                info_class = jvm.org.apache.spark.scheduler.ExecutorDecommissionInfo
+                info = info_class.apply("dstream elastic scale-down", jvm.scala.Option.empty())
+                backend = self._sc._jsc.sc().schedulerBackend()
+                return bool(backend.decommissionExecutor(executor, info, True, False))
+            except Exception:
+                log.warning(
+                    "decommissioning executor %s failed; killing it", executor, exc_info=True
+                )
+        return self.kill(executor)
 
     def request_total(self, n: int) -> bool:
         jvm = self._sc._jvm
@@ -181,6 +211,10 @@ class ExecutorMonitor:
         self._hosts: dict[str, str] = {}  # live executor -> host
         self._most_executors = 0
         self._target: int | None = None  # what we last asked the cluster manager for
+        self._scaled_from: int | None = None  # executors before the first elastic step
+        # Executors scale_to removed that have not gone yet (a decommissioned one hands its
+        # blocks over first): no longer counted as working.
+        self._leaving: set[str] = set()
         self._avoided: dict[str, str | None] = {}  # avoided executor -> host
         self._unjudged = 0  # intervals not judged while the executors settle
         # Executors that joined while running, and how many of their own intervals (ones they
@@ -220,6 +254,10 @@ class ExecutorMonitor:
                 for executor, host in list(self._avoided.items()):
                     self._record("restore", executor, host)
                 self._avoided.clear()
+            if self._scaled_from is not None and self._scaled_from != self._target:
+                self._target = self._scaled_from
+                self._control.request_total(self._target)
+                self._record("restore", "", None, "elastic: back to the executors at start")
 
     def _run(self) -> None:
         while not self._stop.wait(self._poll_s):
@@ -258,6 +296,23 @@ class ExecutorMonitor:
             return dict(self._hosts)
 
     @property
+    def decommissions(self) -> bool:
+        """Whether an executor removed by scale_to is decommissioned (its blocks move)."""
+        return self._control is not None and bool(getattr(self._control, "decommissions", False))
+
+    @property
+    def target(self) -> int | None:
+        """The executors last asked of the cluster manager (None: never asked)."""
+        with self._lock:
+            return self._target
+
+    @property
+    def working_executors(self) -> dict[str, str]:
+        """Live executors less those an elastic step removed and that are still leaving."""
+        with self._lock:
+            return {e: h for e, h in self._hosts.items() if e not in self._leaving}
+
+    @property
     def avoided(self) -> list[str]:
         with self._lock:
             return sorted(self._avoided)
@@ -267,6 +322,24 @@ class ExecutorMonitor:
         """The executors avoided now, with the host each ran on (None if unknown)."""
         with self._lock:
             return dict(self._avoided)
+
+    def scale_to(self, target: int, remove: list[str], reason: str) -> None:
+        """An elastic step (dstream.scheduler.elastic): ask the cluster manager for
+        ``target`` executors, removing ``remove`` (live executors) first; recorded as an
+        action like an avoidance."""
+        if self._control is None:
+            raise RuntimeError("scale_to needs the executor control (an elastic policy)")
+        with self._lock:
+            if self._scaled_from is None:
+                self._scaled_from = self._target or len(self._hosts)
+            for executor in remove:
+                self._control.remove(executor)
+                self._leaving.add(executor)
+            self._target = target
+            self._control.request_total(target)
+            kind = "scale up" if not remove else "scale down"
+            added = f"+{max(0, target - len(self._hosts))}"
+            self._record(kind, ", ".join(remove) or added, None, reason)
 
     # ---- one poll -----------------------------------------------------------------------------
     def poll_now(self) -> None:
@@ -347,6 +420,7 @@ class ExecutorMonitor:
                 self._settle()
             case ExecutorRemoved(executor_id):
                 self._hosts.pop(executor_id, None)
+                self._leaving.discard(executor_id)
                 self._newcomers.pop(executor_id, None)
                 self._settle()
                 if self._health is not None and executor_id not in self._avoided:
@@ -409,10 +483,12 @@ class ExecutorMonitor:
             self._control.request_total(self._target)
             self._record("avoid", executor, host)
 
-    def _record(self, kind: str, executor: str, host: str | None) -> None:
+    def _record(self, kind: str, executor: str, host: str | None, reason: str = "") -> None:
         assert self._target is not None
-        action = ExecutorAction(kind, executor, host, int(_time.time() * 1000), self._target)
-        self.actions.append(action)
+        at_ms = int(_time.time() * 1000)
+        self.actions.append(ExecutorAction(kind, executor, host, at_ms, self._target, reason))
+        if reason:
+            return  # an elastic step: dstream.scheduler.elastic logged it
         if kind == "avoid":
             log.warning(
                 "dstream: executor %s on %s straggled repeatedly; removed it and running with "

@@ -17,6 +17,10 @@
      "outputs": [{"name": "saveAsTextFiles at app.py:14", "durationMs": 120, "attempts": 1,
                   "failure": null}]}
 
+Under ``StreamingSettings(backpressure=True)`` each source also has ``"rateLimit"`` (records
+per second it may read next), and under ``elastic=`` the record has ``"executors": {"live":
+3, "target": 4}`` (what the cluster manager was last asked for; null before any step).
+
 They are built on the listener thread from what the batch reported, never on the scheduler's.
 ``ConsoleProgress`` prints one line per batch for interactive runs.
 """
@@ -64,6 +68,8 @@ def progress_record(ssc: StreamingContext, info: BatchInfo) -> dict[str, Any]:
         }
         entry.update({k: v for k, v in info.input_metadata.get(source._id, {}).items()
                       if k != "Description"})  # fmt: skip
+        if source._rate_limit is not None:  # backpressure: records/s it may read next
+            entry["rateLimit"] = round(source._rate_limit, 1)
         sources.append(entry)
     sizes = _cached_sizes(ssc)
     states = [
@@ -71,7 +77,7 @@ def progress_record(ssc: StreamingContext, info: BatchInfo) -> dict[str, Any]:
         for s in ssc._graph.streams
         if isinstance(s, StateStream)
     ]
-    return {
+    record: dict[str, Any] = {
         "id": ssc._job_group_prefix,
         "name": ssc.sparkContext.appName,
         "batchTime": human_time(info.batch_time),
@@ -99,6 +105,10 @@ def progress_record(ssc: StreamingContext, info: BatchInfo) -> dict[str, Any]:
             for op in info.output_operations
         ],
     }
+    monitor = ssc._monitor
+    if ssc._settings.elastic is not None and monitor is not None:
+        record["executors"] = {"live": len(monitor.live_executors), "target": monitor.target}
+    return record
 
 
 def _cached_sizes(ssc: StreamingContext) -> dict[int, int]:

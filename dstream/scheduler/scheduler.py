@@ -105,6 +105,10 @@ class _Batch:
     outputs: dict[int, OutputOperationInfo] = field(default_factory=dict)
     finished_at_ms: int | None = None  # every job done; completed once earlier batches are
     failed: bool = False  # an output still failed after its retries
+    # Wall time (monotonic s) of the first job's start and of the last job's end: the
+    # batch's work whatever the streaming clock says (a ManualClock stands still).
+    work_began_s: float | None = None
+    work_ended_s: float | None = None
 
 
 @dataclass
@@ -416,6 +420,8 @@ class JobScheduler:
     # ---- jobs and batches -----------------------------------------------------------------
     def _job_started(self, time: Time, index: int, at_ms: int) -> None:
         batch = self._batches[time]
+        if batch.work_began_s is None:
+            batch.work_began_s = _time.monotonic()
         op = replace(batch.outputs[index], start_ms=at_ms)
         batch.outputs[index] = op
         if batch.info.processing_start_ms is None:
@@ -459,6 +465,7 @@ class JobScheduler:
         batch.pending -= 1
         if batch.pending == 0:
             batch.finished_at_ms = at_ms
+            batch.work_ended_s = _time.monotonic()
             self._complete_in_order()
 
     def _complete_in_order(self) -> None:
@@ -481,6 +488,11 @@ class JobScheduler:
             batch.info,
             processing_start_ms=batch.info.processing_start_ms or now,
             processing_end_ms=now,
+            work_ms=(
+                0
+                if batch.work_began_s is None or batch.work_ended_s is None
+                else round((batch.work_ended_s - batch.work_began_s) * 1000)
+            ),
             input_records=records,
             input_metadata=metadata,
             output_operations=_in_order(batch.outputs),

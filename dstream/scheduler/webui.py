@@ -174,7 +174,7 @@ def monitor_document(
         "avoided": [{"executor": e, "host": h} for e, h in sorted(avoided.items())],
         "actions": [
             {
-                "kind": a.kind,
+                "kind": f"{a.kind} ({a.reason})" if a.reason else a.kind,
                 "executor": a.executor,
                 "host": a.host,
                 "at": human_time(a.at_ms),

@@ -88,6 +88,7 @@ class InputDStream(DStream[Any]):
         "_counter_lock",
         "_latest",
         "_downstream_states",
+        "_rate_limit",
     )
 
     def _init_transient(self) -> None:
@@ -97,6 +98,9 @@ class InputDStream(DStream[Any]):
         self._counter_lock = threading.Lock()
         self._latest: Time | None = None
         self._downstream_states: list[StateStream] | None = None
+        # Records per second this source may read (backpressure, dstream.scheduler.elastic);
+        # None: no limit. Sources that can cut an interval short honour it.
+        self._rate_limit: float | None = None
 
     @property
     def _slide_duration(self) -> Duration:
@@ -149,6 +153,18 @@ class InputDStream(DStream[Any]):
     def _description(self) -> str:
         """What this source reads, for progress records and the UI."""
         return self._operator
+
+    def _set_rate_limit(self, rate: float | None) -> None:
+        """Backpressure's new rate (records/s; None: no limit). Sources that wait for room
+        override this to wake their waiters."""
+        self._rate_limit = rate
+
+    def _records_allowed(self) -> int | None:
+        """Records one interval may read under backpressure (None: no limit), at least 1."""
+        rate = self._rate_limit
+        if rate is None:
+            return None
+        return max(1, int(rate * self._graph_batch.ms / 1000))
 
     # ---- counting -------------------------------------------------------------------------
     def _can_compute(self, time: Time) -> bool:

@@ -163,16 +163,15 @@ class SocketInputDStream(InputDStream):
     def _store(self, lines: list[str]) -> bool:
         """Append ``lines`` to the buffer, waiting for room while it holds the maximum (the
         socket is not read meanwhile: TCP backpressure). False if the context stops."""
-        limit = self._ssc._settings.receiver_max_buffered
         stored = 0
         while stored < len(lines):
             with self._buffer_lock:
                 self._buffer_lock.wait_for(
-                    lambda: len(self._buffer) < limit or self._stopping.is_set()
+                    lambda: len(self._buffer) < self._limit() or self._stopping.is_set()
                 )
                 if self._stopping.is_set():
                     return False
-                room = limit - len(self._buffer)
+                room = self._limit() - len(self._buffer)
                 self._buffer.extend(lines[stored : stored + room])
                 stored += room
                 self._buffer_lock.notify_all()
@@ -194,6 +193,18 @@ class SocketInputDStream(InputDStream):
         )
 
     # ---- what the engine and tests call ------------------------------------------------------
+    def _limit(self) -> int:
+        """Lines the buffer may hold: receiver_max_buffered, or less under backpressure
+        (the rate estimator's allowance for one interval)."""
+        limit = self._ssc._settings.receiver_max_buffered
+        allowed = self._records_allowed()
+        return limit if allowed is None else min(limit, allowed)
+
+    def _set_rate_limit(self, rate: float | None) -> None:
+        with self._buffer_lock:
+            super()._set_rate_limit(rate)
+            self._buffer_lock.notify_all()  # a higher limit: room again
+
     def _wait_for_buffered(self, count: int, timeout_s: float) -> bool:
         """Block until ``count`` lines wait for the next interval (for tests and demos)."""
         with self._buffer_lock:

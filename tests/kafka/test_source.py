@@ -110,6 +110,51 @@ def test_a_backlog_is_spread_over_intervals_by_the_cap_in_offset_order(
     assert {m[:2] for m in flat} == {(topic, 0)}
 
 
+def _slow(record: Any) -> Any:
+    time.sleep(0.002)  # a cost per record: backpressure has something to slow down
+    return record
+
+
+def test_backpressure_spreads_a_backlog_at_the_learned_rate_and_reads_each_offset_once(
+    harness: Callable[..., Harness],
+    kafka_broker: KafkaBroker,
+    new_topic: Callable[..., str],
+    writer: Writer,
+) -> None:
+    """StreamingSettings(backpressure=True): each interval reads at most the rate learnt
+    so far x the interval, spread over the partitions (pyspark.streaming's direct stream
+    did the same); the offsets each interval read are the journaled ranges, so the backlog
+    is read exactly once, in offset order per partition."""
+    from dstream import StreamingSettings
+
+    topic = new_topic(2)
+    sent = writer.send(topic, records("backlog", 3000))
+    h = harness(settings=StreamingSettings(backpressure=True))
+    stream = createDirectStream(
+        h.ssc, [topic], params(kafka_broker, **{"auto.offset.reset": "earliest"})
+    )
+    source = h.ssc._graph.inputs[0]
+    got = BatchCollector(stream.map(_slow))
+    infos = Infos()
+    h.ssc.addStreamingListener(infos)
+    source._set_rate_limit(400.0)  # as spark.streaming.backpressure.initialRate=400
+    h.ssc.start()
+    caps = []
+    while sum(len(b) for b in got.in_order()) < len(sent):
+        caps.append(source._records_allowed())
+        h.run_batches(1)
+        h.ssc._bus.wait_until_empty(30)
+        assert len(caps) < 60, f"the backlog is not read: {[len(b) for b in got.in_order()]}"
+    counts = [len(b) for b in got.in_order()]
+    assert counts[0] == 400  # 200 per partition, from the initial rate
+    for cap, count in zip(caps, counts, strict=True):
+        assert count <= cap  # each interval within the allowance it was cut under
+    assert len(counts) >= 3  # 3000 records did not fit in one interval at the learnt rate
+    assert Counter(m for b in got.in_order() for m in b) == Counter(sent)  # each once
+    # The progress records carry the rate each interval left for the next.
+    assert h.ssc.lastProgress["sources"][0]["rateLimit"] == round(source._rate_limit, 1)
+
+
 def test_from_offsets_and_new_partitions(
     harness: Callable[..., Harness],
     kafka_broker: KafkaBroker,
