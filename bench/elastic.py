@@ -9,7 +9,8 @@ back down (``python -m testbed.elastic``), run
 
 Every run's totals are checked against the oracle before anything is reported. Reports, per
 run and phase, the median and largest interval (wall time of its jobs), the executor-seconds
-used (executors working x the interval's seconds: what a cluster manager bills), the steps
+used (executors working x the interval's length in real time, the batch interval or its
+work if longer: what a cluster manager bills), the steps
 taken, and how many heavy intervals passed before the interval came back under the batch
 interval (the latency bound) after the load stepped up.
 
@@ -53,13 +54,13 @@ def phases(result: dict[str, Any]) -> dict[str, list[int]]:
 def summary(name: str, result: dict[str, Any], batch_ms: int) -> dict[str, Any]:
     work = {int(i): ms for i, ms in result["work_ms"].items()}
     live = {int(i): n for i, n in result["live"].items()}
-    seconds = {int(i): s for i, s in result["seconds"].items()}
     row: dict[str, Any] = {"run": name, "steps": [a["reason"] for a in result["actions"]]}
     for phase, intervals in phases(result).items():
         row[phase] = {
             "median_ms": statistics.median(work[i] for i in intervals),
             "max_ms": max(work[i] for i in intervals),
-            "executor_s": round(sum(live[i] * seconds[i] for i in intervals), 1),
+            # In real time an interval lasts the batch interval, or its work if longer.
+            "executor_s": round(sum(live[i] * max(batch_ms, work[i]) for i in intervals) / 1000, 1),
         }
     heavy = phases(result)["heavy"]
     over = [i for i in heavy if work[i] > batch_ms]
@@ -88,12 +89,13 @@ def main() -> int:
         "elastic 1..3, decommission": [*common, "--decommission"],
         "elastic 1..3, kill": common,
     }
-    rows = []
+    rows, raw = [], {}
     for name, options in configs.items():
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        rows.append(summary(name, run(*options), args.batch_ms))
+        raw[name] = run(*options)
+        rows.append(summary(name, raw[name], args.batch_ms))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "elastic.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (RESULTS / "elastic.json").write_text(json.dumps({"rows": rows, "runs": raw}) + "\n")
     print(
         "| run | light: median / max ms, executor-s | heavy: median / max ms, executor-s | "
         "light after | heavy intervals over the bound | steps |"

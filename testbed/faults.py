@@ -371,6 +371,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         if slower is not None:
             slower.stop()
         ssc.stop(stopSparkContext=False)
+    if args.restart_intervals:
+        out.update(restarted(sc, args, root, settings, processing))
     # Bytes each named state wrote to checkpoints over the run (replay: none).
     from dstream.streams.state_base import StateStream
 
@@ -457,6 +459,39 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     }
 
 
+def restarted(
+    sc: Any, args: argparse.Namespace, root: str, settings: Any, processing: dict[int, int]
+) -> dict[int, Any]:
+    """The program resumed from ``root`` by ``getOrCreate`` after the run (its graph
+    rebuilt, its states bound to the journal's, at the partition counts the journal
+    recorded), run ``--restart-intervals`` more intervals: their outputs."""
+    from dstream import Duration, ManualClock, StreamingContext, Time
+
+    clock = ManualClock(args.intervals * B)
+    out: dict[int, Any] = {}
+
+    def setup() -> Any:
+        ssc = StreamingContext(sc, Duration(B), clock=clock, settings=settings)
+        ssc.checkpoint(root)
+        stream = WORKLOADS[args.workload](ssc, args)
+        stream.foreachRDD(lambda t, rdd: out.__setitem__(t.ms, sorted(rdd.collect())))
+        return ssc
+
+    ssc = StreamingContext.getOrCreate(root, setup, sc, clock=clock, rebuildGraph=True)
+    ssc.start()
+    try:
+        for i in range(args.intervals + 1, args.intervals + args.restart_intervals + 1):
+            started = time.perf_counter()
+            clock.advance(B)
+            if not ssc.wait_for_batch(Time(i * B), 300):
+                raise RuntimeError(f"interval {i} after the restart did not complete")
+            processing[i * B] = round((time.perf_counter() - started) * 1000)
+        ssc.awaitTerminationOrTimeout(0)
+    finally:
+        ssc.stop(stopSparkContext=False)
+    return out
+
+
 def parse_kill(text: str) -> tuple[int, int]:
     if text == "0":
         return (0, 0)
@@ -490,6 +525,14 @@ def main(argv: list[str] | None = None) -> int:
         type=parse_kill,
         default=[],
         help="N@I: after interval I, rescale the state to N partitions",
+    )
+    p.add_argument(
+        "--restart-intervals",
+        type=int,
+        default=0,
+        help="then stop the context and resume the program from its checkpoint directory "
+        "(getOrCreate, as a restarted driver does, on the same cluster) for this many more "
+        "intervals; their outputs join the run's",
     )
     p.add_argument(
         "--also-kill-at",

@@ -109,20 +109,23 @@ def test_a_state_rescaled_4_8_4_loses_nothing_to_executors_killed_after_each() -
     """An updateStateByKey word count in 4 partitions doubles to 8 after interval 4 and
     halves back after 9 (narrowly: each new partition reads one or two old ones where they
     are cached), with checkpoints every 3 s; an executor is killed mid-interval after each
-    rescale (6 and 11). Every interval's totals equal the oracle's."""
-    reference = keyed_oracle(12)
+    rescale (6 and 11); then the driver's context stops and the program resumes from its
+    checkpoint directory (getOrCreate) for 3 more intervals. Every interval's totals, the
+    resumed ones too, equal the oracle's."""
+    reference = keyed_oracle(15)
     (faulty,) = scenario(
         "keyed",
         12,
         ["1@6"],
         *("--state-partitions", "4", "--checkpoint", "3"),
         *("--rescale", "8@4", "--rescale", "4@9", "--also-kill-at", "11"),
+        *("--restart-intervals", "3"),
     )
     assert len(faulty["killed"]) == 2, faulty["killed"]
     assert faulty["outputs"] == reference["outputs"]
     assert len(faulty["executors_after"]) == 3
     counts = {int(t) // 1000: c for t, (c,) in faulty["partitions_by_interval"].items()}
-    assert counts == {i: 8 if 5 <= i <= 9 else 4 for i in range(1, 13)}
+    assert counts == {i: 8 if 5 <= i <= 9 else 4 for i in range(1, 16)}
 
 
 @pytest.mark.full
