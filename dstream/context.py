@@ -473,6 +473,17 @@ class StreamingContext:
             )
             if value is not None
         ]
+        conf = self._sc.getConf()
+        if (
+            self._settings.elastic is not None
+            and (conf.get("spark.dynamicAllocation.enabled") or "false").lower() == "true"
+        ):
+            raise ValueError(
+                "settings.elastic decides the executors, and so does Spark's dynamic "
+                "allocation (spark.dynamicAllocation.enabled=true): two controllers would "
+                "undo each other; set spark.dynamicAllocation.enabled=false, or elastic=None "
+                "(Spark then decides, and stream.rescale(n) still changes a state's partitions)"
+            )
         for name in controls:
             if not supports_executor_control(self._sc.master or ""):
                 raise ValueError(

@@ -12,7 +12,7 @@ import pytest
 
 from dstream import ContextStateError, Time
 from dstream.scheduler import shim
-from dstream.settings import AvoidancePolicy, StreamingSettings
+from dstream.settings import AvoidancePolicy, ElasticPolicy, StreamingSettings
 
 from .conftest import Harness
 
@@ -43,6 +43,26 @@ def test_avoidance_is_refused_where_tasks_run_in_the_driver(harness: Any) -> Non
         match=r"executor_avoidance needs executors in JVMs of their own, but the master is 'local\[2\]'",
     ):
         h.ssc.start()
+
+
+def test_the_elastic_policy_is_refused_where_tasks_run_in_the_driver(harness: Any) -> None:
+    h: Harness = harness(settings=StreamingSettings(elastic=ElasticPolicy()))
+    h.ssc.queueStream([[1]]).pprint()
+    with pytest.raises(ValueError, match=r"elastic needs executors in JVMs of their own"):
+        h.ssc.start()
+    assert h.ssc._state == "stopped"  # the failed start undid itself
+
+
+def test_the_elastic_policy_is_refused_beside_dynamic_allocation(harness: Any) -> None:
+    h: Harness = harness(settings=StreamingSettings(elastic=ElasticPolicy()))
+    h.ssc.queueStream([[1]]).pprint()
+    live_conf = h.ssc.sparkContext._jsc.sc().conf()  # the running context's own conf
+    live_conf.set("spark.dynamicAllocation.enabled", "true")
+    try:
+        with pytest.raises(ValueError, match=r"spark.dynamicAllocation.enabled=false, or"):
+            h.ssc.start()
+    finally:
+        live_conf.remove("spark.dynamicAllocation.enabled")
 
 
 def test_without_the_shim_the_program_runs_and_says_what_is_missing(
