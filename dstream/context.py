@@ -33,6 +33,7 @@ from dstream.scheduler.checkpointer import Checkpointer
 from dstream.scheduler.progress import ProgressTracker
 from dstream.scheduler.recovery import failed_before, resume_time
 from dstream.settings import StreamingSettings
+from dstream.sparkconf import conf_flag, conf_number
 from dstream.storage.journal import CheckpointDirectoryError
 from dstream.streams.graph import DStreamGraph
 from dstream.time import Duration, Time, to_duration
@@ -379,7 +380,6 @@ class StreamingContext:
             self._give_rdds_the_checkpoint_dir()
         self._lease = None if journal is None else claim(journal.fs, journal.directory)
         self._monitor = self._start_monitor()
-        self._start_elastic()
         self._web_ui = attach_web_ui(self, self._monitor)
         self._coordinator = BatchCoordinator(self, journal, self._lease, self._monitor)
         scheduler = JobScheduler(
@@ -403,6 +403,7 @@ class StreamingContext:
                 retries=self._settings.checkpoint_retries,
             )
             self._checkpointer.start()
+        self._start_elastic()
         self._bus.start()
         self._bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
         for source in self._graph.inputs:
@@ -473,10 +474,8 @@ class StreamingContext:
             )
             if value is not None
         ]
-        conf = self._sc.getConf()
-        if (
-            self._settings.elastic is not None
-            and (conf.get("spark.dynamicAllocation.enabled") or "false").lower() == "true"
+        if self._settings.elastic is not None and conf_flag(
+            self._sc.getConf(), "spark.dynamicAllocation.enabled"
         ):
             raise ValueError(
                 "settings.elastic decides the executors, and so does Spark's dynamic "
@@ -518,20 +517,26 @@ class StreamingContext:
         from dstream.scheduler.elastic import ElasticController
 
         conf = self._sc.getConf()
-        backpressure = self._settings.backpressure or (
-            (conf.get("spark.streaming.backpressure.enabled") or "false").lower() == "true"
+        backpressure = self._settings.backpressure or conf_flag(
+            conf, "spark.streaming.backpressure.enabled"
         )
         if not backpressure and self._settings.elastic is None:
             return
-        min_rate = float(conf.get("spark.streaming.backpressure.pid.minRate") or 100.0)
-        initial = conf.get("spark.streaming.backpressure.initialRate")
-        if backpressure and initial:
+        min_rate = conf_number(conf, "spark.streaming.backpressure.pid.minRate", 100.0)
+        if backpressure and conf.get("spark.streaming.backpressure.initialRate") is not None:
+            initial = conf_number(conf, "spark.streaming.backpressure.initialRate", 1.0)
             for source in self._graph.inputs:
-                source._rate_limit = float(initial)
-        self._bus.add(
-            ElasticController(self, self._monitor, self._settings.elastic, backpressure, min_rate),
-            first=True,  # progress records show the rate and the step of their own interval
+                source._set_rate_limit(initial)
+        controller = ElasticController(
+            self._graph,
+            self._monitor,
+            self._settings.elastic,
+            backpressure=backpressure,
+            min_rate=min_rate,
+            checkpointer=self._checkpointer,
         )
+        # First: progress records show the rate and the step of their own interval.
+        self._bus.add(controller, first=True)
 
     @property
     def lastProgress(self) -> dict[str, Any] | None:

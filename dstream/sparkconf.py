@@ -98,6 +98,29 @@ DECOMMISSION: dict[str, str] = {
 }
 
 
+def conf_flag(conf: SparkConf, key: str) -> bool:
+    """A boolean Spark setting as Spark reads it ("true" in any case; unset is false)."""
+    return (conf.get(key) or "false").strip().lower() == "true"
+
+
+def conf_number(conf: SparkConf, key: str, default: float) -> float:
+    """A positive number from a Spark setting (``default`` when unset); a value that is not
+    one is refused naming the setting."""
+    text = conf.get(key)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(
+            f"{key}={text!r} must be a positive number (records per second), e.g. "
+            f"--conf {key}={default:g}; or leave it unset"
+        )
+    return value
+
+
 def recommended_conf(
     master: str = "local[2]",
     app_name: str = "dstream",

@@ -449,22 +449,18 @@ class ReceiverInputDStream(InputDStream):
         ``StreamingSettings(backpressure=True)``, the rate estimator's allowance for one
         interval) wait for the next interval, take no new block (this connection is not
         read, TCP slows the client down). A block a recomputed interval waits for is
-        always taken. Returns how many records may still
-        wait (infinite for such a block)."""
+        always taken. Returns how many records may still wait (infinite for such a block)."""
 
         def waiting() -> int:
             return sum(b.count for b in self._pending)
 
-        def limit() -> int:
-            most = self._ssc._settings.receiver_max_buffered
-            allowed = self._records_allowed()  # backpressure: what one interval may read
-            return most if allowed is None else min(most, allowed)
-
         with self._state_lock:
             if key in self._awaited:
                 return float("inf")
-            self._state_lock.wait_for(lambda: waiting() < limit() or self._stopping.is_set())
-            return limit() - waiting()
+            self._state_lock.wait_for(
+                lambda: waiting() < self._held_limit() or self._stopping.is_set()
+            )
+            return self._held_limit() - waiting()
 
     def _set_rate_limit(self, rate: float | None) -> None:
         with self._state_lock:

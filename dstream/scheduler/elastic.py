@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any
 from dstream.listener import StreamingListener
 
 if TYPE_CHECKING:
-    from dstream.context import StreamingContext
+    from dstream.scheduler.checkpointer import Checkpointer
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.settings import ElasticPolicy
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["ElasticController", "RateEstimator", "ScaleStep", "ScalingRule"]
 
@@ -186,19 +187,22 @@ class ElasticController(StreamingListener):
 
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         monitor: ExecutorMonitor | None,
         policy: ElasticPolicy | None,
+        *,
         backpressure: bool,
         min_rate: float = 100.0,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
-        batch_ms = ssc._batch_duration.ms
-        self._ssc = ssc
+        batch_ms = graph.batch_duration.ms
+        self._graph = graph
+        self._checkpointer = checkpointer
         self._monitor = monitor
         self._policy = policy
         self._rule = None if policy is None else ScalingRule(policy, batch_ms)
         self._rates = (
-            {s._id: RateEstimator(batch_ms, min_rate=min_rate) for s in ssc._graph.inputs}
+            {s._id: RateEstimator(batch_ms, min_rate=min_rate) for s in graph.inputs}
             if backpressure
             else {}
         )
@@ -211,7 +215,6 @@ class ElasticController(StreamingListener):
                 "to have them hand their blocks over instead"
             )
         self._lock = threading.Lock()
-        self.steps: list[tuple[int, ScaleStep]] = []  # (batch ms, step) in order
         # A scale-down decided at (step, batch ms), waiting for the states' checkpoint.
         self._draining: tuple[ScaleStep, int] | None = None
 
@@ -220,7 +223,7 @@ class ElasticController(StreamingListener):
         info = batchCompleted.batchInfo()
         work_ms = info.work_ms if info.work_ms is not None else info.processing_delay_ms or 0
         with self._lock:
-            for source in self._ssc._graph.inputs:
+            for source in self._graph.inputs:
                 estimator = self._rates.get(source._id)
                 if estimator is None:
                     continue
@@ -251,7 +254,6 @@ class ElasticController(StreamingListener):
                     return
             if step is None:
                 return
-            self.steps.append((now_ms, step))
             if step.after < step.before and self._checkpoint_first(now_ms):
                 self._draining = (step, now_ms)
                 return
@@ -263,7 +265,7 @@ class ElasticController(StreamingListener):
 
         return [
             s
-            for s in self._ssc._graph.streams
+            for s in self._graph.streams
             if isinstance(s, StateStream) and s._checkpoint_every is not None
         ]
 
@@ -274,7 +276,7 @@ class ElasticController(StreamingListener):
         of recomputation, costly work included). False when no state needs it."""
         from dstream.time import Time
 
-        checkpointer = self._ssc._checkpointer
+        checkpointer = self._checkpointer
         states = self._checkpointed_states()
         if checkpointer is None or not states or self._monitor_decommissions():
             return False  # (decommissioned executors hand their blocks over: no rebuild)
@@ -329,7 +331,7 @@ class ElasticController(StreamingListener):
         """Executors running a receiver now: never removed (the receiver would restart,
         and its clients reconnect, for nothing)."""
         found: set[str] = set()
-        for source in self._ssc._graph.inputs:
+        for source in self._graph.inputs:
             receivers = getattr(source, "_receivers", None)
             if receivers is not None:
                 found |= {executor for executor, _ in receivers().values()}
@@ -338,7 +340,7 @@ class ElasticController(StreamingListener):
     def _rescale_states(self, step: ScaleStep) -> None:
         from dstream.streams.state_base import StateStream
 
-        for stream in self._ssc._graph.streams:
+        for stream in self._graph.streams:
             if not isinstance(stream, StateStream) or stream._fixed_partitions is not None:
                 continue
             have = stream._schedule.latest

@@ -131,20 +131,18 @@ class SparkExecutorControl:
     """The driver's levers on executors (a cluster manager with separate executor JVMs)."""
 
     def __init__(self, sc: SparkContext) -> None:
+        from dstream.sparkconf import conf_flag
+
         self._sc = sc
+        conf = sc.getConf()  # read when the SparkContext started: fixed from then on
+        # Whether the SparkContext has decommissioning and block migration on
+        # (dstream.sparkconf.DECOMMISSION): then remove() decommissions.
+        self.decommissions = conf_flag(conf, "spark.decommission.enabled") and conf_flag(
+            conf, "spark.storage.decommission.enabled"
+        )
 
     def kill(self, executor: str) -> bool:
         return bool(self._sc._jsc.sc().killExecutor(executor))
-
-    @property
-    def decommissions(self) -> bool:
-        """Whether the SparkContext started with decommissioning and block migration on
-        (dstream.sparkconf.DECOMMISSION)."""
-        conf = self._sc.getConf()
-        return all(
-            (conf.get(key) or "false").lower() == "true"
-            for key in ("spark.decommission.enabled", "spark.storage.decommission.enabled")
-        )
 
     def remove(self, executor: str) -> bool:
         """Take ``executor`` away: decommissioned when the conf allows it (its blocks and

@@ -166,6 +166,14 @@ class InputDStream(DStream[Any]):
             return None
         return max(1, int(rate * self._graph_batch.ms / 1000))
 
+    def _held_limit(self) -> int:
+        """Records a receiving source (socket, receiver) holds for the next interval before
+        it stops taking more: receiver_max_buffered, or under backpressure the interval's
+        allowance if lower."""
+        most = self._ssc._settings.receiver_max_buffered
+        allowed = self._records_allowed()
+        return most if allowed is None else min(most, allowed)
+
     # ---- counting -------------------------------------------------------------------------
     def _can_compute(self, time: Time) -> bool:
         if time in self._generated:

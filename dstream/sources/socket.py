@@ -167,11 +167,11 @@ class SocketInputDStream(InputDStream):
         while stored < len(lines):
             with self._buffer_lock:
                 self._buffer_lock.wait_for(
-                    lambda: len(self._buffer) < self._limit() or self._stopping.is_set()
+                    lambda: len(self._buffer) < self._held_limit() or self._stopping.is_set()
                 )
                 if self._stopping.is_set():
                     return False
-                room = self._limit() - len(self._buffer)
+                room = self._held_limit() - len(self._buffer)
                 self._buffer.extend(lines[stored : stored + room])
                 stored += room
                 self._buffer_lock.notify_all()
@@ -193,13 +193,6 @@ class SocketInputDStream(InputDStream):
         )
 
     # ---- what the engine and tests call ------------------------------------------------------
-    def _limit(self) -> int:
-        """Lines the buffer may hold: receiver_max_buffered, or less under backpressure
-        (the rate estimator's allowance for one interval)."""
-        limit = self._ssc._settings.receiver_max_buffered
-        allowed = self._records_allowed()
-        return limit if allowed is None else min(limit, allowed)
-
     def _set_rate_limit(self, rate: float | None) -> None:
         with self._buffer_lock:
             super()._set_rate_limit(rate)

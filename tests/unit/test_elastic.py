@@ -183,10 +183,9 @@ def controller(live: dict[str, str]) -> tuple[object, FakeMonitor]:
 
     from dstream.scheduler.elastic import ElasticController
 
-    graph = SimpleNamespace(inputs=[FakeReceiverSource()], streams=[])
-    ssc = SimpleNamespace(_batch_duration=Duration(B), _graph=graph, _checkpointer=None)
+    graph = SimpleNamespace(inputs=[FakeReceiverSource()], streams=[], batch_duration=Duration(B))
     monitor = FakeMonitor(live)
-    return ElasticController(ssc, monitor, policy(), backpressure=False), monitor  # type: ignore[arg-type]
+    return ElasticController(graph, monitor, policy(), backpressure=False), monitor  # type: ignore[arg-type]
 
 
 def test_a_scale_down_removes_the_newest_executors_and_never_a_receivers() -> None:
@@ -200,3 +199,20 @@ def test_a_scale_down_with_only_receiver_executors_left_to_remove_does_nothing()
     ctl, monitor = controller({"3": "h"})
     ctl._apply(ScaleStep(2, 1, "idle"), {"3": "h"})  # type: ignore[attr-defined]
     assert monitor.calls == []
+
+
+def test_spark_settings_of_backpressure_are_read_as_spark_reads_them_or_refused() -> None:
+    from pyspark import SparkConf
+
+    from dstream.sparkconf import conf_flag, conf_number
+
+    conf = SparkConf(loadDefaults=False)
+    conf.set("spark.streaming.backpressure.enabled", " TRUE")
+    conf.set("spark.streaming.backpressure.initialRate", "500")
+    conf.set("spark.streaming.backpressure.pid.minRate", "fast")
+    assert conf_flag(conf, "spark.streaming.backpressure.enabled")
+    assert not conf_flag(conf, "spark.decommission.enabled")  # unset: false
+    assert conf_number(conf, "spark.streaming.backpressure.initialRate", 1.0) == 500.0
+    assert conf_number(conf, "spark.unset.rate", 100.0) == 100.0
+    with pytest.raises(ValueError, match=r"pid.minRate='fast' must be a positive number"):
+        conf_number(conf, "spark.streaming.backpressure.pid.minRate", 100.0)
