@@ -27,7 +27,7 @@ from dstream.clock import Clock, default_clock
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import UserFunction, call_site, check_callable, check_picklable
 from dstream.functions import positional_arity as _arity
-from dstream.jvm import import_hot_classes
+from dstream.jvm import resolve_hot_classes
 from dstream.listener import ListenerBus, StreamingListener, StreamingListenerStreamingStarted
 from dstream.scheduler.checkpointer import Checkpointer
 from dstream.scheduler.progress import ProgressTracker
@@ -106,7 +106,7 @@ class StreamingContext:
             )
         self._sc = sparkContext
         default_workers_python(sparkContext)
-        import_hot_classes(sparkContext)
+        resolve_hot_classes(sparkContext)
         self._batch_duration: Duration = to_duration(batchDuration, "batchDuration")
         self._clock: Clock = clock if clock is not None else default_clock()
         self._settings = settings if settings is not None else StreamingSettings()

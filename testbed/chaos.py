@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.drivers import App, LocalStorage, wait_for
+from testbed.drivers import App, LocalStorage, wait_for, wait_for_kill_point
 from testbed.processes import executor_pids
 
 WORDS = "to be or not that is the question whether tis nobler in the mind".split()
@@ -46,6 +46,11 @@ class Plan:
     gap_s: tuple[float, float] = (3.0, 8.0)  # between two faults
     seed: int = 2026
     batch_ms: int = 1000  # must divide the app's 10 s window and 6 s session timeout
+    # Where the first driver kills fall, in order (testbed.drivers.KILL_POINTS: "checkpoint"
+    # waits, after the gap, for a state checkpoint in progress; "commit" for an output's
+    # commit); the others at the random end of their gap.
+    driver_kill_points: tuple[str, ...] = ()
+    window_strategy: str = "checkpoint"  # the window's recovery strategy (or "replay")
 
 
 @dataclass
@@ -166,6 +171,7 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
     master = f"local-cluster[{plan.executors},1,1024]"
     args = ["--master", master, "--conf", "spark.default.parallelism=4"]
     args += ["--batch", f"{plan.batch_ms}ms", "--checkpoint-every", f"{2 * plan.batch_ms}ms"]
+    args += ["--window-strategy", plan.window_strategy]
     app = App(storage, args)
     rng = random.Random(plan.seed)
     sent: list[str] = []
@@ -189,6 +195,9 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
         for fault in faults:
             threading.Event().wait(rng.uniform(*plan.gap_s))
             if fault == "driver":
+                if report.driver_kills < len(plan.driver_kill_points):
+                    point = plan.driver_kill_points[report.driver_kills]
+                    wait_for_kill_point(storage, point, rng)
                 app.kill9()
                 report.driver_kills += 1
                 app.start()

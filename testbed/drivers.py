@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -17,7 +18,20 @@ from typing import Any, Protocol
 
 APP = Path(__file__).resolve().parents[1] / "apps" / "recoverable.py"
 
-__all__ = ["APP", "App", "DriverProcess", "LocalStorage", "Storage", "wait_for"]
+__all__ = [
+    "APP",
+    "KILL_POINTS",
+    "App",
+    "DriverProcess",
+    "LocalStorage",
+    "Storage",
+    "wait_for",
+    "wait_for_kill_point",
+]
+
+# When a driver kill may come: a random moment, while a state checkpoint is being written,
+# while an interval's output is being committed.
+KILL_POINTS = ("random", "checkpoint", "commit")
 
 
 class Storage(Protocol):
@@ -179,3 +193,31 @@ def wait_for(condition: Any, timeout_s: float, what: str, step_s: float = 0.002)
                 raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
     finally:
         timer.cancel()
+
+
+def checkpoint_in_progress(storage: Storage) -> bool:
+    """A state checkpoint of ``apps/recoverable.py`` is being written (not yet complete)."""
+    for stream in storage.names("ckpt"):
+        if stream.startswith("state-"):
+            for d in storage.names(f"ckpt/{stream}"):
+                if d.isdigit() and "_COMPLETE" not in storage.names(f"ckpt/{stream}/{d}"):
+                    return True
+    return False
+
+
+def commit_in_progress(storage: Storage) -> bool:
+    """An interval's ``lines`` output is being committed (its temporary directory exists)."""
+    return any(n.startswith(".lines-") and ".tmp-" in n for n in storage.names("out"))
+
+
+def wait_for_kill_point(storage: Storage, kind: str, rng: random.Random) -> None:
+    """Return when a kill of ``kind`` (one of :data:`KILL_POINTS`) is due: after 1-4 s drawn
+    from ``rng``, or as soon as a checkpoint or a commit is seen in progress."""
+    if kind == "random":
+        threading.Event().wait(rng.uniform(1.0, 4.0))
+    elif kind == "checkpoint":
+        wait_for(lambda: checkpoint_in_progress(storage), 120, "a checkpoint", storage.poll_s)
+    elif kind == "commit":
+        wait_for(lambda: commit_in_progress(storage), 120, "a commit", storage.poll_s)
+    else:
+        raise ValueError(f"kill point {kind!r} is not one of {KILL_POINTS}")

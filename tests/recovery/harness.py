@@ -16,7 +16,7 @@ import random
 import threading
 from collections import Counter
 
-from testbed.drivers import App, Storage, wait_for
+from testbed.drivers import App, Storage, wait_for, wait_for_kill_point
 
 FILES, LINES_PER_FILE = 60, 4
 WORDS = ("to be or not that is the question whether tis nobler in mind").split()
@@ -117,19 +117,6 @@ def wrong_windows(storage: Storage, window_ms: int = 10_000) -> list[int]:
     return wrong
 
 
-def checkpoint_in_progress(storage: Storage) -> bool:
-    for stream in storage.names("ckpt"):
-        if stream.startswith("state-"):
-            for d in storage.names(f"ckpt/{stream}"):
-                if d.isdigit() and "_COMPLETE" not in storage.names(f"ckpt/{stream}/{d}"):
-                    return True
-    return False
-
-
-def commit_in_progress(storage: Storage) -> bool:
-    return any(n.startswith(".lines-") and ".tmp-" in n for n in storage.names("out"))
-
-
 def run(
     storage: Storage, kills: list[str], extra_args: list[str] | None = None
 ) -> tuple[Counter[str], dict[str, int], list[bool]]:
@@ -143,14 +130,7 @@ def run(
         writer.start()
         rng = random.Random(11)
         for kind in kills:
-            if kind == "random":
-                threading.Event().wait(rng.uniform(1.0, 4.0))
-            elif kind == "checkpoint":
-                wait_for(
-                    lambda: checkpoint_in_progress(storage), 120, "a checkpoint", storage.poll_s
-                )
-            elif kind == "commit":
-                wait_for(lambda: commit_in_progress(storage), 120, "a commit", storage.poll_s)
+            wait_for_kill_point(storage, kind, rng)
             app.kill9()
             app.start()
         writer.join()

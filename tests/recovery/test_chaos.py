@@ -1,9 +1,15 @@
-"""The chaos run, short (CI): driver and executor kills at random moments while input keeps
-arriving; every interval of every output equals the oracle: 2 driver kills (the second
-restart resumes from a journal a restarted driver wrote) and 1 executor kill, on two
-executors (one is left to run the interval while the other is replaced; every driver start
-also starts its executors, so each one fewer is a JVM and a Python daemon less per start).
-The full run (20 driver kills, 10 executor kills) is bench/chaos.py."""
+"""The chaos run, short (CI): driver and executor kills while input keeps arriving; every
+interval of every output equals the oracle: 2 driver kills, the first while a state
+checkpoint is being written and the second while an interval's output is being committed
+(the second restart resumes from a journal a restarted driver wrote), and 1 executor kill at
+a random moment, on two executors (one is left to run the interval while the other is
+replaced; every driver start also starts its executors, so each one fewer is a JVM and a
+Python daemon less per start). The window is recovered by ``replay`` (rebuilt from the
+input files), and checked interval by interval like every other output.
+
+This is also CI's driver-kill run on the local file system: tests/recovery/test_driver_kill.py
+(three kills, random included, on local[2]) runs in ``make test-full``. The full chaos run
+(20 driver kills, 10 executor kills, at random) is bench/chaos.py."""
 
 from __future__ import annotations
 
@@ -18,7 +24,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 def test_random_driver_and_executor_kills_lose_and_double_nothing(tmp_path: Path) -> None:
     plan = Plan(
-        driver_kills=2, executor_kills=1, executors=2, gap_s=(3.0, 5.0), seed=7, batch_ms=2000
+        driver_kills=2,
+        executor_kills=1,
+        executors=2,
+        gap_s=(3.0, 5.0),
+        seed=7,
+        batch_ms=2000,
+        driver_kill_points=("checkpoint", "commit"),
+        window_strategy="replay",
     )
     report = run(tmp_path, plan)
     assert report.problems == []

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize(
     "kills",
     [
-        ["checkpoint", "random", "commit"],
+        # CI's driver kills at a checkpoint and at a commit are the chaos run's
+        # (tests/recovery/test_chaos.py, with its window on replay too).
+        pytest.param(["checkpoint", "random", "commit"], marks=pytest.mark.full),
         pytest.param(
             ["random", "checkpoint", "random", "commit", "random"], marks=pytest.mark.full
         ),
