@@ -238,13 +238,17 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
         writer.join()
         report.input_lines = len(sent)
         upto: list[int | None] = [None]
+        read: dict[str, list[str]] = {}  # a committed directory never changes: read once
 
         def settled() -> bool:
             # Every input line in an interval whose every output is committed.
             upto[0] = complete_upto(storage)
-            done = {t: d for t, d in _committed(storage, "lines").items()
-                    if upto[0] is not None and t <= upto[0]}  # fmt: skip
-            return set(sent) <= {ln for d in done.values() for ln in _lines_of(storage, d)}
+            if upto[0] is None:
+                return False
+            for t, d in _committed(storage, "lines").items():
+                if t <= upto[0] and d not in read:
+                    read[d] = _lines_of(storage, d)
+            return set(sent) <= {ln for lines in read.values() for ln in lines}
 
         wait_for(
             # Each restart leaves the driver behind real time (it recomputes and runs the

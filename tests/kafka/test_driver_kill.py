@@ -62,14 +62,13 @@ def test_killing_the_driver_while_producers_write_loses_and_doubles_nothing(
             return sum(len(v) for v in committed(out, "values").values()) >= len(sent)
 
         wait_for(everything_out, 180, "every record to be output", 0.2)
+        # The totals of the interval that output the last record (a commit renames an
+        # output into place, so every name is complete), then the finally's kill instead of
+        # a graceful stop, which would first run every interval generated ahead.
+        last = max(t for t, lines in committed(out, "values").items() if lines)
 
         def last_totals_out() -> bool:
-            # The totals of the interval that output the last record (every output name is
-            # complete: a commit renames it into place), then the finally's kill instead of
-            # a graceful stop, which would first run every interval generated ahead.
-            values = committed(out, "values")
-            last = max(t for t, lines in values.items() if lines)
-            return max(committed(out, "totals"), default=-1) >= last
+            return any(int(d.name.rsplit("-", 1)[1]) >= last for d in out.glob("totals-*"))
 
         wait_for(last_totals_out, 120, "the last record's totals", 0.2)
     finally:
