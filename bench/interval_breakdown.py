@@ -43,6 +43,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dstream.scheduler.engine import engine_of
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "apps"))
 sys.path.insert(0, str(HERE))
@@ -148,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
             wall[k * step] = (time.perf_counter() - began) * 1000
     ssc.executor_monitor.poll_now()
     events = feed.poll()
-    stats = ssc._scheduler.stats  # the driver's own time per interval (as bench/overhead.py)
+    stats = engine_of(
+        ssc
+    ).scheduler.stats  # the driver's own time per interval (as bench/overhead.py)
     per: dict[int, dict[str, Any]] = {}
     for e in events:
         group = getattr(e, "job_group", None) or ""

@@ -23,6 +23,8 @@ from typing import Any
 
 from _spark import spark_context
 
+from dstream.scheduler.engine import engine_of
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -59,7 +61,7 @@ def main() -> int:
         if not ssc.wait_for_batch(Time(i * 1000), 300):
             raise RuntimeError(f"interval {i} did not complete")
         if i % args.every == 0:
-            graph = ssc._graph
+            graph = engine_of(ssc).graph
             states = [s for s in graph.streams if isinstance(s, StateStream)]
             sample = {
                 "interval": i,

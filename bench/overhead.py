@@ -28,6 +28,8 @@ from typing import Any
 
 from _spark import spark_context
 
+from dstream.scheduler.engine import engine_of
+
 OPS = 10
 
 
@@ -79,7 +81,7 @@ def measure_dstream(sc: Any, batches: int, batch_ms: int, warmup: int) -> dict[s
     build(ssc, sc, sink)
     ssc.start()
     sink.done.wait(600)
-    stats = ssc._scheduler.stats
+    stats = engine_of(ssc).scheduler.stats
     ssc.stop(stopSparkContext=False)
     row = summarize("dstream", sink.ms[warmup:])
     row["median_generate_ms"] = 1000 * statistics.median(list(stats.generate_s)[warmup:])

@@ -28,6 +28,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from dstream.scheduler.engine import engine_of
+
 
 def interval_records(index: int, args: argparse.Namespace) -> list[tuple[str, int, float]]:
     """Interval ``index`` (1-based): (key, count, seconds to wait) records."""
@@ -108,7 +110,7 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
             clock.advance(b)
             if not ssc.wait_for_batch(Time(i * b), 300):
                 raise RuntimeError(f"interval {i} did not complete")
-            ssc._bus.wait_until_empty(60)  # the policy has seen interval i
+            engine_of(ssc).bus.wait_until_empty(60)  # the policy has seen interval i
             seconds[i] = round(time.monotonic() - began, 2)
             monitor_live[i] = len(monitor.working_executors)
             ids[i] = sorted(executor_pids(sc.applicationId))

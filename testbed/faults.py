@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from dstream.scheduler.engine import engine_of
 from testbed.processes import process_tree
 
 B = 1000  # ms per interval
@@ -365,7 +366,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             processing[i * B] = round((time.perf_counter() - started) * 1000)
             if i in rescale_after:
                 stream.rescale(rescale_after[i])
-        ssc._bus.wait_until_empty(30)
+        engine_of(ssc).bus.wait_until_empty(30)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
         if slower is not None:
@@ -377,16 +378,18 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     from dstream.streams.state_base import StateStream
 
     def state_name(state: Any) -> str:  # setName() names the stream the operator returned
-        views = (v._user_name for v in ssc._graph.streams if v._checkpoint_target is state)
+        views = (
+            v._user_name for v in engine_of(ssc).graph.streams if v._checkpoint_target is state
+        )
         return state._user_name or next((n for n in views if n), state._label)
 
-    states = [s for s in ssc._graph.streams if isinstance(s, StateStream)]
+    states = [s for s in engine_of(ssc).graph.streams if isinstance(s, StateStream)]
     partitions = {
         str(ms): [s._partitions_at(Time(ms)) for s in states] for ms in sorted(processing)
     }
     checkpoint_bytes = {
         state_name(s): s._checkpoint_bytes_total
-        for s in ssc._graph.streams
+        for s in engine_of(ssc).graph.streams
         if isinstance(s, StateStream)
     }
     stragglers: dict[str, list[str]] = {}

@@ -26,7 +26,7 @@ __all__ = ["CommonOps"]
 class CommonOps(DStreamCore[T]):
     def context(self) -> StreamingContext:
         """The StreamingContext this stream belongs to."""
-        return self._ssc
+        return cast("StreamingContext", self._graph.context)
 
     def setName(self, name: str) -> DStreamCore[T]:
         """Name this stream, so that a restarted driver running changed code can find its
@@ -41,7 +41,7 @@ class CommonOps(DStreamCore[T]):
 
         On the stream a window or state operator returned, this sets the interval of the
         state behind it (its lineage is what checkpoints cut)."""
-        self._ssc._check_can_add("checkpoint")
+        self._graph.check_can_add("checkpoint")
         target = self._checkpoint_target
         if target is not None:
             cast("CommonOps[Any]", target).checkpoint(interval)
@@ -72,7 +72,7 @@ class CommonOps(DStreamCore[T]):
         * ``"auto"``: checkpoint, then replay if the first checkpoint measured costs more than
           5 % of the time between checkpoints and the state can replay.
         """
-        self._ssc._check_can_add("recoveryStrategy")
+        self._graph.check_can_add("recoveryStrategy")
         target = self._checkpoint_target
         if target is not None:
             cast("CommonOps[Any]", target).recoveryStrategy(kind, every, copies)
@@ -127,13 +127,13 @@ class CommonOps(DStreamCore[T]):
                 f"persist() needs a pyspark.StorageLevel, got {storageLevel!r}; "
                 "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
             )
-        self._ssc._check_can_add("persist")
+        self._graph.check_can_add("persist")
         self._storage_level = storageLevel
         return self
 
     def remember(self, duration: object) -> DStreamCore[T]:
         """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
-        self._ssc._check_can_add("remember")
+        self._graph.check_can_add("remember")
         self._remember(to_duration(duration, "remember duration"))
         return self
 
@@ -194,7 +194,7 @@ class CommonOps(DStreamCore[T]):
 
     def _num_partitions(self, numPartitions: int | None, operator_name: str) -> int:
         if numPartitions is None:
-            return int(self._ssc.sparkContext.defaultParallelism)
+            return int(self._graph.sc.defaultParallelism)
         if isinstance(numPartitions, bool) or not isinstance(numPartitions, int):
             raise TypeError(
                 f"{operator_name}() numPartitions must be an int, got {numPartitions!r}"

@@ -74,12 +74,12 @@ class OutputOps(StateOps[T]):
         if suffix is not None and not isinstance(suffix, str):
             raise TypeError(f"saveAsTextFiles() suffix must be a string or None, got {suffix!r}")
 
-        ssc = self._ssc
+        graph = self._graph
 
         def save(time: Time, rdd: RDD[Any]) -> None:
             path = interval_path(prefix, suffix, time.ms)
             fs = filesystem_for(path, rdd.context)
-            lease = ssc._lease
+            lease = graph.runtime.lease
             commit_interval(
                 fs, path, time.ms, rdd.saveAsTextFile, 0 if lease is None else lease.epoch
             )
@@ -112,20 +112,20 @@ class OutputOps(StateOps[T]):
                 f"{uf.site} takes {arity} arguments"
             )
         fn = uf.fn
-        ssc = self._ssc
+        graph = self._graph
         slide = self._slide_duration
         logs: dict[str, CommitLog] = {}
 
         def commit_log(label: str) -> CommitLog:
             if label not in logs:
-                root = ssc._checkpoint_dir
+                root = graph.runtime.checkpoint_dir
                 directory = None if root is None else f"{root.rstrip('/')}/outputs/{label}"
-                fs = None if directory is None else filesystem_for(directory, ssc.sparkContext)
+                fs = None if directory is None else filesystem_for(directory, graph.sc)
                 logs[label] = CommitLog(fs, directory)
             return logs[label]
 
         # The output's rank among the program's outputs (its index once registered below).
-        label = name or f"save-{len(ssc._graph.outputs)}"
+        label = name or f"save-{len(graph.outputs)}"
 
         def write_once(time: Time, rdd: RDD[Any]) -> None:
             log = commit_log(label)
@@ -134,7 +134,7 @@ class OutputOps(StateOps[T]):
             if arity == 2:
                 fn(time, rdd)
             else:
-                lease = ssc._lease
+                lease = graph.runtime.lease
                 epoch = 0 if lease is None else lease.epoch
                 fn(time, rdd, OutputInterval(time, label, f"{label}/{time.ms}", epoch))
             # Intervals 100 slides back are complete, and never redone after a restart (which

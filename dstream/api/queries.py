@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from dstream.streams.base import DStreamCore
+    from dstream.streams.graph import DStreamGraph
 
 T = TypeVar("T")
 
@@ -70,8 +71,8 @@ class QueryOps(CommonOps[T]):
     def _when(self, value: object, what: str) -> Time:
         """``value`` as ``at`` and ``slice`` read it: "now" and "-5m" count back from the
         newest completed interval (the clock's now when none has completed)."""
-        now = self._ssc._clock.now()
-        done = self._ssc._completed_time()
+        now = self._graph.clock.now()
+        done = self._graph.runtime.completed_time()
         return parse_when(value, now, what, relative_to=done)
 
     def _slice_view(self, time: Time) -> RDD[T]:
@@ -136,7 +137,7 @@ class QueryOps(CommonOps[T]):
             raise ValueError(
                 f"createOrReplaceTempView() name {name!r} must be an identifier, e.g. 'sessions'"
             )
-        self._ssc._views.register(name, self, schema)
+        _views_of(self._graph).register(name, self, schema)
 
     # ---- the engine side ----------------------------------------------------------------------
     def _latest_time(self) -> Time:
@@ -145,11 +146,11 @@ class QueryOps(CommonOps[T]):
                 f"{self._label} has no interval yet: queries read completed intervals, so "
                 "call ssc.start() and wait for the first batch"
             )
-        done = self._ssc._completed_time()
+        done = self._graph.runtime.completed_time()
         if done is None:
             raise ContextStateError(
                 f"{self._label} has no completed interval yet; the first one ends at "
-                f"{self._zero_time + self._ssc._batch_duration}"
+                f"{self._zero_time + self._graph.batch_duration}"
             )
         slide, zero = self._slide_duration.ms, self._zero_time.ms
         return Time(zero + (done.ms - zero) // slide * slide)
@@ -267,7 +268,7 @@ class TempViews:
     def register(self, name: str, stream: QueryOps[Any], schema: Any) -> None:
         with self._lock:
             self._views[name] = (stream, schema)
-        if stream._zero_time is not None and stream._ssc._completed_time() is not None:
+        if stream._zero_time is not None and stream._graph.runtime.completed_time() is not None:
             self.refresh(name)
 
     def refresh_all(self) -> None:
@@ -285,6 +286,20 @@ class TempViews:
         with self._lock:
             self._views[name] = (stream, schema or frame.schema)  # infer once
             self._current[name] = rdd
+
+
+# The views of each program (its graph), made with its first createOrReplaceTempView.
+_views: weakref.WeakKeyDictionary[DStreamGraph, TempViews] = weakref.WeakKeyDictionary()
+_views_lock = threading.Lock()
+
+
+def _views_of(graph: DStreamGraph) -> TempViews:
+    with _views_lock:
+        views = _views.get(graph)
+        if views is None:
+            views = _views[graph] = TempViews()
+            graph.bus.add(ViewRefresher(views))
+        return views
 
 
 class ViewRefresher(StreamingListener):

@@ -43,7 +43,7 @@ class StateOps(WindowOps[T]):
             rdd = (
                 initialRDD
                 if isinstance(initialRDD, RDD)
-                else self._ssc.sparkContext.parallelize(list(initialRDD))
+                else self._graph.sc.parallelize(list(initialRDD))
             )
             initial = partition_by(rdd, n)
         events = TaggedEvents(self, n, name)  # type: ignore[arg-type]

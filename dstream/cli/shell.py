@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dstream.cli.program import Program
+from dstream.scheduler.engine import engine_of
 
 if TYPE_CHECKING:
     from dstream.context import StreamingContext
@@ -36,7 +37,7 @@ def namespace(ssc: StreamingContext) -> dict[str, Any]:
     from dstream import Duration, Time
 
     sc = ssc.sparkContext
-    streams = {s._user_name: s for s in ssc._graph.streams if s._user_name}
+    streams = {s._user_name: s for s in engine_of(ssc).graph.streams if s._user_name}
     names: dict[str, Any] = {
         "ssc": ssc,
         "sc": sc,
@@ -84,7 +85,7 @@ def run_shell(app: str, args: list[str]) -> int:
             print(banner)
             start_ipython(argv=["--no-banner"], user_ns=names)
     finally:
-        if ssc._state == "active":
+        if engine_of(ssc).state == "active":
             ssc.stop(stopSparkContext=True, stopGraceFully=True)
         program.join(120)
     print("dstream shell: the program stopped", flush=True)

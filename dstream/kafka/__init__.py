@@ -50,6 +50,7 @@ from dstream.kafka.ranges import (
 )
 from dstream.kafka.reader import KafkaMessage, from_confluent, utf8_decoder
 from dstream.kafka.sink import record_identity, saveToKafka
+from dstream.streams.graph import graph_of
 from dstream.time import Duration, to_duration
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ def _common(
     if max_per_partition is None:
         rate = ssc.sparkContext.getConf().get("spark.streaming.kafka.maxRatePerPartition")
         if rate:
-            per_interval = int(float(rate) * ssc._batch_duration.ms / 1000)
+            per_interval = int(float(rate) * graph_of(ssc).batch_duration.ms / 1000)
             max_per_partition = max(1, per_interval)
     for value, arg, low in (
         (max_per_partition, "maxRecordsPerPartition", 1),
@@ -305,5 +306,12 @@ def _source(
     from dstream.kafka.source import KafkaInputDStream
 
     return KafkaInputDStream(
-        ssc, topics, params, offsets, options, converter=converter, as_text=as_text, name=name
+        graph_of(ssc),
+        topics,
+        params,
+        offsets,
+        options,
+        converter=converter,
+        as_text=as_text,
+        name=name,
     )

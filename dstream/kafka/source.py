@@ -39,7 +39,7 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["KafkaInputDStream", "SourceOptions"]
 
@@ -81,7 +81,7 @@ class KafkaInputDStream(InputDStream):
 
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         topics: list[str],
         params: dict[str, Any],
         from_offsets: dict[TP, int],
@@ -91,7 +91,7 @@ class KafkaInputDStream(InputDStream):
         as_text: bool = True,
         name: str,
     ) -> None:
-        super().__init__(ssc, name=name)
+        super().__init__(graph, name=name)
         self._topics = list(topics)
         self._params = dict(params)
         self._from_offsets = dict(from_offsets)
@@ -211,7 +211,7 @@ class KafkaInputDStream(InputDStream):
         return share if cap is None else min(cap, share)
 
     def _rdd(self, time: Time, ranges: list[OffsetRange]) -> RDD[Any]:
-        sc = self._ssc.sparkContext
+        sc = self._graph.sc
         pieces = split_ranges(
             ranges,
             max_per_task=self._options.max_per_task,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream.receiver.source import ReceiverInputDStream
+from dstream.streams.graph import graph_of
 
 if TYPE_CHECKING:
     from dstream.context import StreamingContext
@@ -102,9 +103,10 @@ def createStream(
             "(not 0): a receiver started again on another executor listens on the same port, "
             "where its clients connect again"
         )
-    ssc._check_can_add("receiverStream")
+    graph = graph_of(ssc)
+    graph.check_can_add("receiverStream")
     return ReceiverInputDStream(
-        ssc,
+        graph,
         secret,
         [(host, p) for p in ports],
         replicas=replicas,

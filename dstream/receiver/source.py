@@ -72,7 +72,7 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["ReceiverInputDStream"]
 
@@ -128,7 +128,7 @@ class ReceiverInputDStream(InputDStream):
 
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         secret: bytes,
         addresses: list[tuple[str, int]],
         *,
@@ -137,7 +137,7 @@ class ReceiverInputDStream(InputDStream):
         recovery_wait_s: float,
         placement: str = "driver",
     ) -> None:
-        super().__init__(ssc, name="receiverStream")
+        super().__init__(graph, name="receiverStream")
         self._placement = placement
         self._secret = secret
         self._wanted = list(addresses)
@@ -220,13 +220,13 @@ class ReceiverInputDStream(InputDStream):
             self._bound.append(server.getsockname()[:2])
             self._spawn(self._accept_forever, server, index)
         info = self._info(True)
-        self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+        self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
         log.info("%s listening on %s", self._label, self._bound)
 
     def _start_on_executors(self) -> None:
         self._bound = list(self._wanted)  # until each receiver says where it listens
         self._remote = ExecutorReceivers(
-            self._ssc.sparkContext,
+            self._graph.sc,
             stream_id=self._id,
             label=self._label,
             secret=self._secret,
@@ -239,7 +239,7 @@ class ReceiverInputDStream(InputDStream):
         )
         self._remote.start()
         info = self._info(True)
-        self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+        self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
         log.info("%s: receivers starting on executors at %s", self._label, self._wanted)
 
     def _stop(self) -> None:
@@ -264,9 +264,9 @@ class ReceiverInputDStream(InputDStream):
         with self._state_lock:
             blocks = self._pending + [b for bs in self._intervals.values() for b in bs]
             self._pending, self._intervals, self._known = [], {}, {}
-        drop_blocks(self._ssc.sparkContext, blocks)
+        drop_blocks(self._graph.sc, blocks)
         info = replace(self._info(False), last_error_message="Stopped by driver")
-        self._ssc._bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
+        self._graph.bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
 
     def _spawn(self, target: Any, *args: Any) -> None:
         thread = threading.Thread(
@@ -335,7 +335,7 @@ class ReceiverInputDStream(InputDStream):
                     message = f"connection from client {client} at {peer} failed: {exc}"
                     log.warning("%s: %s", self._label, message)
                     info = self._info(True, message, exc)
-                    self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+                    self._graph.bus.post("onReceiverError", StreamingListenerReceiverError(info))
             finally:
                 with self._state_lock:
                     if self._connections.get(client) is conn:
@@ -345,7 +345,7 @@ class ReceiverInputDStream(InputDStream):
         log.warning("%s refused a client at %s: %s", self._label, peer, reason)
         self._refusals.append((peer, reason))
         info = self._info(True, f"refused a client at {peer}: {reason}", exc)
-        self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+        self._graph.bus.post("onReceiverError", StreamingListenerReceiverError(info))
 
     def _take_blocks(self, conn: _Connection, blocks: list[tuple[int, list[bytes]]]) -> None:
         """Store a connection's blocks (in arrival order) that are not stored yet, in one
@@ -406,7 +406,7 @@ class ReceiverInputDStream(InputDStream):
                 if key in self._committed or key in self._known:
                     continue  # another receiver registered it meanwhile
                 stored = stream_block(
-                    self._ssc.sparkContext,
+                    self._graph.sc,
                     self._id,
                     block.client,
                     block.seq,
@@ -431,7 +431,7 @@ class ReceiverInputDStream(InputDStream):
         if not self._stopping.is_set():
             log.warning("%s: %s", self._label, message)
             info = self._info(True, message)
-            self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+            self._graph.bus.post("onReceiverError", StreamingListenerReceiverError(info))
 
     def _remote_started(self, index: int, executor: str, address: tuple[str, int]) -> None:
         host, port = address
@@ -470,7 +470,7 @@ class ReceiverInputDStream(InputDStream):
     def _store(self, blocks: list[tuple[str, int, list[Any]]]) -> list[StoredBlock]:
         """Store blocks on ``replicas`` executors each, trying again while executors come and
         go (a lost peer is replaced); NotReplicatedError after the last attempt."""
-        sc = self._ssc.sparkContext
+        sc = self._graph.sc
         client, first = blocks[0][:2]
         sc.setJobDescription(
             f"{self._label}: store {len(blocks)} block(s) from {first} of client {client}"
@@ -520,7 +520,7 @@ class ReceiverInputDStream(InputDStream):
             for block in blocks:
                 self._known[block.key] = time
         self._record_count(time, sum(b.count for b in blocks))
-        return interval_rdd(self._ssc.sparkContext, blocks)
+        return interval_rdd(self._graph.sc, blocks)
 
     def _take_recovered(self, time: Time) -> list[StoredBlock]:
         """The blocks of an interval the previous driver generated: its journaled blocks,
@@ -601,7 +601,7 @@ class ReceiverInputDStream(InputDStream):
                 if key not in self._committed:
                     self._committed.add(*key)
                     self._to_commit.append(key)
-        drop_blocks(self._ssc.sparkContext, dropped)
+        drop_blocks(self._graph.sc, dropped)
 
     def _states_hold(self, keep: Duration) -> tuple[Time, str] | None:
         """The latest interval whose blocks the states downstream may still need, and the
@@ -664,7 +664,7 @@ class ReceiverInputDStream(InputDStream):
                 for block in self._intervals.pop(t):
                     self._known.pop(block.key, None)
                     dropped.append(block)
-        drop_blocks(self._ssc.sparkContext, dropped)
+        drop_blocks(self._graph.sc, dropped)
 
     # ---- the metadata journal ----
     def _journal_state(self) -> dict[str, Any] | None:
@@ -698,7 +698,7 @@ class ReceiverInputDStream(InputDStream):
     def _info(
         self, active: bool, message: str = "", error: BaseException | None = None
     ) -> ReceiverInfo:
-        conf = self._ssc.sparkContext.getConf()
+        conf = self._graph.sc.getConf()
         return ReceiverInfo(
             stream_id=self._id,
             receiver_name=f"BlockReceiver-{self._id}",
@@ -706,7 +706,7 @@ class ReceiverInputDStream(InputDStream):
             host=conf.get("spark.driver.host") or socket.gethostname(),
             last_error_message=message,
             last_error="" if error is None else "".join(traceback.format_exception(error)),
-            last_error_time_ms=self._ssc._clock.now().ms if message else -1,
+            last_error_time_ms=self._graph.clock.now().ms if message else -1,
         )
 
     def _description(self) -> str:

@@ -18,7 +18,6 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dstream.scheduler.recovery import journal_names
 from dstream.storage.graph_pickle import dumps_graph
 from dstream.storage.journal import JournalRecord
 from dstream.streams.state_base import StateStream
@@ -27,12 +26,13 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-    from dstream.context import StreamingContext
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.storage.journal import MetadataJournal
     from dstream.storage.ownership import Lease
+    from dstream.streams.base import DStreamCore
+    from dstream.streams.graph import DStreamGraph
 
-__all__ = ["BatchCoordinator", "Progress", "saved_spark_conf"]
+__all__ = ["BatchCoordinator", "Progress", "journal_names", "ranked", "saved_spark_conf"]
 
 # Settings of one driver process that a recreated SparkContext must not take over (as
 # Spark's own streaming Checkpoint leaves them out).
@@ -79,20 +79,19 @@ class BatchCoordinator:
 
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         journal: MetadataJournal | None,
         lease: Lease | None,
         monitor: ExecutorMonitor | None,
     ) -> None:
-        self._ssc = ssc
-        self._graph = ssc._graph
+        self._graph = graph
         self._journal = journal
         self._lease = lease
         self._monitor = monitor
         self._graph_bytes = b""
         self._names: dict[int, str] = {}
-        self._settings_bytes = ssc._settings.to_bytes()
-        self._spark_conf = saved_spark_conf(ssc.sparkContext)
+        self._settings_bytes = graph.settings.to_bytes()
+        self._spark_conf = saved_spark_conf(graph.sc)
         if journal is not None:
             graph = self._graph
             self._graph_bytes = dumps_graph(
@@ -102,8 +101,7 @@ class BatchCoordinator:
                     "outputs": [s._id for s in graph.outputs],
                     "remember": graph._remember_duration,
                 },
-                ssc,
-                ssc.sparkContext,
+                graph,
             )
             self._names = journal_names(graph.streams)
         # Checkpoints referenced by the records still on disk: not to be deleted.
@@ -142,7 +140,7 @@ class BatchCoordinator:
             return
         if self._lease is not None:
             self._lease.check("writing a metadata record")
-        graph, sc = self._graph, self._ssc.sparkContext
+        graph, sc = self._graph, self._graph.sc
         states: dict[int, dict[str, Any]] = {}
         refs = {}
         for stream in graph.streams:
@@ -178,3 +176,34 @@ class BatchCoordinator:
             if isinstance(stream, StateStream):
                 keep = {refs[stream._id] for refs in self._recent_refs if stream._id in refs}
                 stream._delete_unused_checkpoints(keep)
+
+
+def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
+    """Each stream's name in the journal: the one given with setName(), else the operator
+    and its rank among streams of that operator (``track#0``), stable for unchanged code.
+    A state is named by setName() on the stream its operator returned (``track()``'s view,
+    a window's filtered result), which then goes by ``<name>#view``: the name binds the
+    state, whatever the user held."""
+    by_view = {
+        id(s._checkpoint_target): s._user_name
+        for s in streams
+        if s._checkpoint_target is not None and s._user_name
+    }
+    names = {}
+    for stream, rank in ranked(streams):
+        if stream._user_name and stream._checkpoint_target is not None:
+            names[stream._id] = f"{stream._user_name}#view"
+        else:
+            name = stream._user_name or by_view.get(id(stream))
+            names[stream._id] = name or f"{stream._operator}#{rank}"
+    return names
+
+
+def ranked(streams: list[DStreamCore[Any]]) -> list[tuple[DStreamCore[Any], int]]:
+    seen: dict[str, int] = {}
+    out = []
+    for stream in streams:
+        rank = seen.get(stream._operator, 0)
+        seen[stream._operator] = rank + 1
+        out.append((stream, rank))
+    return out

@@ -38,7 +38,9 @@ from dstream.streams.state_base import StateStream
 from dstream.time import human_time
 
 if TYPE_CHECKING:
-    from dstream.context import StreamingContext
+    from pyspark import SparkContext
+
+    from dstream.scheduler.engine import Engine
 
 __all__ = ["ConsoleProgress", "ProgressTracker", "human_time", "progress_record"]
 
@@ -54,12 +56,12 @@ def _rate(rows: int, ms: int | None) -> float:
     return round(rows / (ms / 1000), 1) if ms else 0.0
 
 
-def progress_record(ssc: StreamingContext, info: BatchInfo) -> dict[str, Any]:
+def progress_record(engine: Engine, info: BatchInfo) -> dict[str, Any]:
     """The progress record of one completed batch."""
-    interval_ms = ssc._batch_duration.ms
+    interval_ms = engine.batch_duration.ms
     processing = info.processing_delay_ms
     sources = []
-    for source in ssc._graph.inputs:
+    for source in engine.graph.inputs:
         rows = info.input_records.get(source._id, 0)
         entry: dict[str, Any] = {
             "description": source._description(),
@@ -71,15 +73,15 @@ def progress_record(ssc: StreamingContext, info: BatchInfo) -> dict[str, Any]:
         if source._rate_limit is not None:  # backpressure: records/s it may read next
             entry["rateLimit"] = round(source._rate_limit, 1)
         sources.append(entry)
-    sizes = _cached_sizes(ssc)
+    sizes = _cached_sizes(engine.sc)
     states = [
         s._progress(info.batch_time, sizes)
-        for s in ssc._graph.streams
+        for s in engine.graph.streams
         if isinstance(s, StateStream)
     ]
     record: dict[str, Any] = {
-        "id": ssc._job_group_prefix,
-        "name": ssc.sparkContext.appName,
+        "id": engine.job_group_prefix,
+        "name": engine.sc.appName,
         "batchTime": human_time(info.batch_time),
         "timestamp": _utc(info.batch_time.ms),
         "batchId": info.batch_time.ms,
@@ -105,31 +107,31 @@ def progress_record(ssc: StreamingContext, info: BatchInfo) -> dict[str, Any]:
             for op in info.output_operations
         ],
     }
-    monitor = ssc._monitor
-    if ssc._settings.elastic is not None and monitor is not None:
+    monitor = engine.monitor
+    if engine.settings.elastic is not None and monitor is not None:
         record["executors"] = {"live": len(monitor.live_executors), "target": monitor.target}
     return record
 
 
-def _cached_sizes(ssc: StreamingContext) -> dict[int, int]:
+def _cached_sizes(sc: SparkContext) -> dict[int, int]:
     """Bytes in memory of each cached RDD, by RDD id (one call to the driver JVM)."""
     try:
-        infos = ssc.sparkContext._jsc.sc().getRDDStorageInfo()
+        infos = sc._jsc.sc().getRDDStorageInfo()
         return {int(i.id()): int(i.memSize()) for i in infos}
     except Exception:  # the SparkContext is stopping: no sizes, the record is still useful
         return {}
 
 
 class ProgressTracker(StreamingListener):
-    """Keeps the last ``keep`` progress records of a StreamingContext."""
+    """Keeps the last ``keep`` progress records of a program."""
 
-    def __init__(self, ssc: StreamingContext, keep: int = 100) -> None:
-        self._ssc = ssc
+    def __init__(self, engine: Engine, keep: int = 100) -> None:
+        self._engine = engine
         self._records: deque[dict[str, Any]] = deque(maxlen=keep)
         self._lock = threading.Lock()
 
     def onBatchCompleted(self, batchCompleted: Any) -> None:
-        record = progress_record(self._ssc, batchCompleted.batchInfo())
+        record = progress_record(self._engine, batchCompleted.batchInfo())
         with self._lock:
             self._records.append(record)
 

@@ -13,10 +13,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dstream.scheduler.coordinator import journal_names, ranked
+from dstream.scheduler.engine import Engine, engine_of
 from dstream.settings import StreamingSettings
 from dstream.storage.graph_pickle import loads_graph
 from dstream.storage.journal import CheckpointDirectoryError, JournalRecord, MetadataJournal
-from dstream.time import Duration, Time
+from dstream.time import Duration
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -25,47 +27,9 @@ if TYPE_CHECKING:
     from dstream.context import StreamingContext
     from dstream.streams.base import DStreamCore
 
-__all__ = [
-    "failed_before",
-    "journal_names",
-    "recover",
-    "restore_into",
-    "resume_time",
-    "set_up",
-]
+__all__ = ["recover", "restore_into", "set_up"]
 
 log = logging.getLogger(__name__)
-
-
-def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
-    """Each stream's name in the journal: the one given with setName(), else the operator
-    and its rank among streams of that operator (``track#0``), stable for unchanged code.
-    A state is named by setName() on the stream its operator returned (``track()``'s view,
-    a window's filtered result), which then goes by ``<name>#view``: the name binds the
-    state, whatever the user held."""
-    by_view = {
-        id(s._checkpoint_target): s._user_name
-        for s in streams
-        if s._checkpoint_target is not None and s._user_name
-    }
-    names = {}
-    for stream, rank in _ranked(streams):
-        if stream._user_name and stream._checkpoint_target is not None:
-            names[stream._id] = f"{stream._user_name}#view"
-        else:
-            name = stream._user_name or by_view.get(id(stream))
-            names[stream._id] = name or f"{stream._operator}#{rank}"
-    return names
-
-
-def _ranked(streams: list[DStreamCore[Any]]) -> list[tuple[DStreamCore[Any], int]]:
-    seen: dict[str, int] = {}
-    out = []
-    for stream in streams:
-        rank = seen.get(stream._operator, 0)
-        seen[stream._operator] = rank + 1
-        out.append((stream, rank))
-    return out
 
 
 def recover(
@@ -97,7 +61,7 @@ def recover(
     saved = StreamingSettings.from_bytes(record.settings)
     if rebuild_graph:
         ssc = set_up(setup, path)
-        _log_overrides(saved, ssc._settings, "the program setupFunc defines now")
+        _log_overrides(saved, engine_of(ssc).settings, "the program setupFunc defines now")
     else:
         if sc is None:
             sc = SparkContext(conf=SparkConf(loadDefaults=False).setAll(list(record.spark_conf)))
@@ -106,9 +70,10 @@ def recover(
         ssc = StreamingContext(
             sc, Duration(record.batch_ms), clock=clock, settings=settings or saved
         )
-        ssc._checkpoint_dir = path
-    restore_into(ssc, record, rebuild_graph=rebuild_graph)
-    ssc._journal = journal
+        engine_of(ssc).checkpoint_dir = path
+    engine = engine_of(ssc)
+    restore_into(engine, record, rebuild_graph=rebuild_graph)
+    engine.journal = journal
     return ssc
 
 
@@ -186,33 +151,35 @@ def set_up(setup: Callable[[], StreamingContext], path: str | None) -> Streaming
         )
     if path is None:
         return ssc
-    if ssc._checkpoint_dir is None:
-        ssc._use_checkpoint_dir(path)  # created now, as PySpark's getOrCreate does
-    elif ssc._checkpoint_dir.rstrip("/") != path.rstrip("/"):
+    engine = engine_of(ssc)
+    if engine.checkpoint_dir is None:
+        engine.use_checkpoint_dir(path)  # created now, as PySpark's getOrCreate does
+    elif engine.checkpoint_dir.rstrip("/") != path.rstrip("/"):
         raise ValueError(
-            f"setupFunc set the checkpoint directory {ssc._checkpoint_dir}, but "
+            f"setupFunc set the checkpoint directory {engine.checkpoint_dir}, but "
             f"getOrCreate was given {path}; use the same directory in both"
         )
     return ssc
 
 
-def restore_into(ssc: StreamingContext, record: JournalRecord, rebuild_graph: bool) -> None:
-    """Bind a record to ``ssc``: with ``rebuild_graph`` the streams are the ones the new code
-    defined (matched by journal name); otherwise the saved graph replaces them."""
-    if record.batch_ms != ssc._batch_duration.ms:
+def restore_into(engine: Engine, record: JournalRecord, rebuild_graph: bool) -> None:
+    """Bind a record to ``engine``'s program: with ``rebuild_graph`` the streams are the ones
+    the new code defined (matched by journal name); otherwise the saved graph replaces them."""
+    if record.batch_ms != engine.batch_duration.ms:
         raise ValueError(
             f"the checkpoint was written with a batch interval of {record.batch_ms} ms and "
-            f"the program now uses {ssc._batch_duration.ms} ms; keep the batch interval, or "
+            f"the program now uses {engine.batch_duration.ms} ms; keep the batch interval, or "
             "start from a new checkpoint directory"
         )
-    graph = ssc._graph
+    graph = engine.graph
     if not rebuild_graph:
-        saved = loads_graph(record.graph, ssc, ssc.sparkContext)
+        saved = loads_graph(record.graph, graph)
         graph.streams = saved["streams"]
         graph.inputs = [graph.streams[i] for i in saved["inputs"]]
         graph.outputs = [graph.streams[i] for i in saved["outputs"]]
         graph._remember_duration = saved["remember"]
         for stream in graph.streams:
+            stream._graph = graph  # already, unless the record predates streams' graph
             stream._lock = graph.lock
         by_old_id: dict[int, DStreamCore[Any]] = {s._id: s for s in graph.streams}
     else:
@@ -220,7 +187,7 @@ def restore_into(ssc: StreamingContext, record: JournalRecord, rebuild_graph: bo
         wanted = {name: sid for sid, name in record.names.items() if sid in record.streams}
         # Operator and rank as well: what journals written before a view's name named its
         # state (track(), windows) recorded for that state.
-        found = {f"{s._operator}#{rank}": s._id for s, rank in _ranked(graph.streams)}
+        found = {f"{s._operator}#{rank}": s._id for s, rank in ranked(graph.streams)}
         found.update({name: sid for sid, name in new_names.items()})
         missing = sorted(set(wanted) - set(found))
         if missing:
@@ -236,32 +203,9 @@ def restore_into(ssc: StreamingContext, record: JournalRecord, rebuild_graph: bo
         target = by_old_id.get(old_id)
         if target is not None:
             target._restore_state(state)
-    ssc._restored_from = record
+    engine.restored_from = record
     log.info(
         "restored from the metadata journal: completed up to %s ms, %d pending intervals",
         record.completed_ms,
         len(record.pending_ms),
     )
-
-
-def failed_before(record: JournalRecord | None) -> tuple[Time, ...]:
-    """The intervals a restored program's journal recorded as failed (kept on record, and
-    reported once at restart)."""
-    if record is None or not record.failed_ms:
-        return ()
-    log.warning(
-        "%d intervals failed before the restart and were not run again "
-        "(on_failed_interval='continue'): %s",
-        len(record.failed_ms),
-        ", ".join(str(Time(ms)) for ms in record.failed_ms[-10:]),
-    )
-    return tuple(Time(ms) for ms in record.failed_ms)
-
-
-def resume_time(record: JournalRecord) -> tuple[Time, Time]:
-    """(zero time, first interval to run) of a restored program."""
-    batch = Duration(record.batch_ms)
-    zero = Time(record.zero_ms)
-    done = record.completed_ms
-    first = (Time(done) if done is not None else zero) + batch
-    return zero, first

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.clock import ManualClock, SystemClock, programs_use
 from dstream.listener import StreamingListener
+from dstream.scheduler.engine import engine_of
 from dstream.time import Time
 from dstream.timetext import parse_when
 
@@ -80,7 +81,8 @@ def drive(
     ``end``, and wait for the last one."""
     counter = _Records()
     ssc.addStreamingListener(counter)
-    batch = ssc._batch_duration
+    engine = engine_of(ssc)
+    batch = engine.batch_duration
     first = clock.now().floor(batch) + batch
     last = end.floor(batch) if end.floor(batch) >= first else first
     began = _time.perf_counter()
@@ -96,7 +98,7 @@ def drive(
         t = t + batch
     ssc.wait_for_batch(last, None)
     seconds = _time.perf_counter() - began
-    ssc._bus.wait_until_empty(60)
+    engine.bus.wait_until_empty(60)
     return ReplayReport(first, last, (last.ms - first.ms) // batch.ms + 1, counter.records, seconds)
 
 
@@ -120,7 +122,7 @@ class ReplayPlan:
         return cls(ManualClock(start), stop, factor)
 
     def check(self, ssc: StreamingContext) -> None:
-        if ssc._clock is not self.clock:
+        if engine_of(ssc).clock is not self.clock:
             raise ValueError(
                 "the replayed program set a clock of its own (clock=...); replay moves the "
                 "program's clock itself: create the StreamingContext without one"

@@ -51,7 +51,7 @@ from dstream.scheduler.progress import progress_record
 from dstream.time import Time, human_time
 
 if TYPE_CHECKING:
-    from dstream.context import StreamingContext
+    from dstream.scheduler.engine import Engine
     from dstream.scheduler.monitor import ExecutorAction, ExecutorMonitor, IntervalTasks
 
 __all__ = [
@@ -218,17 +218,15 @@ def context_document(
 # ------------------------------------------------------------------------------- the feed
 
 
-def attach_web_ui(
-    ssc: StreamingContext, monitor: ExecutorMonitor | None
-) -> StreamingTabFeed | None:
-    """Adds ``ssc`` to the Streaming tab and the metrics system, and registers the feed that
-    keeps them current; None when the shim is missing (the executor monitor already said so:
-    ``monitor`` is None then) or cannot show the tab (said here, once)."""
+def attach_web_ui(engine: Engine, monitor: ExecutorMonitor | None) -> StreamingTabFeed | None:
+    """Adds ``engine``'s program to the Streaming tab and the metrics system, and registers
+    the feed that keeps them current; None when the shim is missing (the executor monitor
+    already said so: ``monitor`` is None then) or cannot show the tab (said here, once)."""
     if monitor is None:
         return None
-    feed = StreamingTabFeed.attach(ssc, monitor)
+    feed = StreamingTabFeed.attach(engine, monitor)
     if feed is not None:
-        ssc.addStreamingListener(feed)
+        engine.bus.add(feed)
         feed.start_refreshing()
     return feed
 
@@ -238,11 +236,11 @@ class StreamingTabFeed(StreamingListener):
     thread), refreshes the recent batches once a second while they change (task events reach
     the driver after their batch completed), and marks the context stopped at :meth:`stop`."""
 
-    def __init__(self, ssc: StreamingContext, monitor: ExecutorMonitor) -> None:
-        self._ssc = ssc
+    def __init__(self, engine: Engine, monitor: ExecutorMonitor) -> None:
+        self._engine = engine
         self._handle: Any = None  # the JVM ContextStatus, set by attach()
         self._monitor = monitor
-        self._started_ms = ssc._clock.now().ms
+        self._started_ms = engine.clock.now().ms
         self._lock = threading.Lock()  # one push at a time; guards everything below
         self._totals = Totals()
         # batch ms -> (progress record, job descriptions): the batches rebuilt at each push
@@ -255,12 +253,12 @@ class StreamingTabFeed(StreamingListener):
         self._refresher: threading.Thread | None = None
 
     @classmethod
-    def attach(cls, ssc: StreamingContext, monitor: ExecutorMonitor) -> StreamingTabFeed | None:
+    def attach(cls, engine: Engine, monitor: ExecutorMonitor) -> StreamingTabFeed | None:
         from py4j.protocol import Py4JJavaError
 
         from dstream.scheduler.shim import SHIM_JAR, ShimMissingError, invoke_static, shim_class
 
-        sc = ssc.sparkContext
+        sc = engine.sc
         try:
             ui_class = shim_class(sc, UI_CLASS)
         except ShimMissingError:
@@ -273,7 +271,7 @@ class StreamingTabFeed(StreamingListener):
                 SHIM_JAR,
             )
             return None
-        feed = cls(ssc, monitor)
+        feed = cls(engine, monitor)
         try:
             feed._handle = invoke_static(
                 sc,
@@ -301,9 +299,9 @@ class StreamingTabFeed(StreamingListener):
     # ---- the listener thread ------------------------------------------------------------------
     def onBatchCompleted(self, batchCompleted: Any) -> None:
         info: BatchInfo = batchCompleted.batchInfo()
-        record = self._ssc.lastProgress
+        record = self._engine.progress.last
         if record is None or record["batchId"] != info.batch_time.ms:
-            record = progress_record(self._ssc, info)
+            record = progress_record(self._engine, info)
         descriptions = [
             job_description(info.batch_time, op.index, op.label) for op in info.output_operations
         ]
@@ -334,7 +332,7 @@ class StreamingTabFeed(StreamingListener):
         try:
             with self._lock:
                 self._push()
-                stopped = self._context_document(stopped_ms=self._ssc._clock.now().ms)
+                stopped = self._context_document(stopped_ms=self._engine.clock.now().ms)
                 self._handle.stop(json.dumps(stopped))
         except Exception:  # the SparkContext was stopped first: its UI is gone anyway
             log.debug("Streaming tab: could not mark the context stopped", exc_info=True)
@@ -345,7 +343,7 @@ class StreamingTabFeed(StreamingListener):
                 with self._lock:
                     self._push(only_changes=True)
             except Exception:
-                if getattr(self._ssc.sparkContext, "_jsc", True) is None:
+                if getattr(self._engine.sc, "_jsc", True) is None:
                     return  # the SparkContext was stopped before this context: no UI to feed
                 self._failures += 1
                 if self._failures == 1:
@@ -378,7 +376,7 @@ class StreamingTabFeed(StreamingListener):
         record, descriptions = self._recent[ms]
         return batch_document(
             record,
-            group=job_group(self._ssc._job_group_prefix, Time(ms)),
+            group=job_group(self._engine.job_group_prefix, Time(ms)),
             descriptions=descriptions,
             tasks=tasks,
         )
@@ -386,10 +384,10 @@ class StreamingTabFeed(StreamingListener):
     def _context_document(self, stopped_ms: int | None = None) -> dict[str, Any]:
         monitor = self._monitor
         return context_document(
-            key=str(self._ssc._id),
-            context_id=self._ssc._job_group_prefix,
-            name=self._ssc.sparkContext.appName or "",
-            batch_ms=self._ssc._batch_duration.ms,
+            key=str(self._engine.id),
+            context_id=self._engine.job_group_prefix,
+            name=self._engine.sc.appName or "",
+            batch_ms=self._engine.batch_duration.ms,
             started_ms=self._started_ms,
             totals=self._totals,
             monitor=monitor_document(

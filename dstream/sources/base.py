@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from pyspark import RDD
     from pyspark.accumulators import Accumulator
 
-    from dstream.context import StreamingContext
     from dstream.streams.base import DStreamCore
+    from dstream.streams.graph import DStreamGraph
     from dstream.streams.state_base import StateStream
 
 __all__ = ["InputDStream", "generated_partitions"]
@@ -77,10 +77,10 @@ class InputDStream(DStream[Any]):
     # source's seeds); others (a queue, a socket) only the intervals they still remember.
     _durable: bool = False
 
-    def __init__(self, ssc: StreamingContext, *, name: str) -> None:
-        super().__init__(ssc, (), name=name)
-        self._graph_batch = ssc._graph.batch_duration
-        ssc._graph.add_input(self)
+    def __init__(self, graph: DStreamGraph, *, name: str) -> None:
+        super().__init__(graph, (), name=name)
+        self._graph_batch = graph.batch_duration
+        graph.add_input(self)
 
     _transient: ClassVar[tuple[str, ...]] = (
         "_known_counts",
@@ -121,9 +121,7 @@ class InputDStream(DStream[Any]):
                 return any(reads_me(p, seen) for p in stream._dependencies)
 
             self._downstream_states = [
-                s
-                for s in self._ssc._graph.streams
-                if isinstance(s, StateStream) and reads_me(s, set())
+                s for s in self._graph.streams if isinstance(s, StateStream) and reads_me(s, set())
             ]
         return self._downstream_states
 
@@ -170,7 +168,7 @@ class InputDStream(DStream[Any]):
         """Records a receiving source (socket, receiver) holds for the next interval before
         it stops taking more: receiver_max_buffered, or under backpressure the interval's
         allowance if lower."""
-        most = self._ssc._settings.receiver_max_buffered
+        most = self._graph.settings.receiver_max_buffered
         allowed = self._records_allowed()
         return most if allowed is None else min(most, allowed)
 
@@ -210,7 +208,7 @@ class InputDStream(DStream[Any]):
     def _ensure_counter(self) -> Accumulator[dict[tuple[int, int], int]]:
         with self._counter_lock:
             if self._counter is None:
-                self._counter = self._ssc.sparkContext.accumulator({}, _KeyedCounts())
+                self._counter = self._graph.sc.accumulator({}, _KeyedCounts())
             return self._counter
 
     def _record_count(self, time: Time, count: int) -> None:

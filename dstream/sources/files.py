@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from dstream.sources.base import InputDStream
 from dstream.sources.file_readers import (
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = [
     "FileInputDStream",
@@ -74,7 +75,7 @@ class FileInputDStream(InputDStream):
 
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         directory: str,
         *,
         reader: Reader = read_text,
@@ -85,7 +86,7 @@ class FileInputDStream(InputDStream):
     ) -> None:
         check_directory(directory, name)
         self._directory = directory
-        super().__init__(ssc, name=name)
+        super().__init__(graph, name=name)
         self._reader = reader
         self._filter = path_filter
         self._new_files_only = new_files_only
@@ -103,7 +104,7 @@ class FileInputDStream(InputDStream):
 
     def _init_transient(self) -> None:
         super()._init_transient()
-        self._fs = filesystem_for(self._directory, self._ssc.sparkContext)
+        self._fs = filesystem_for(self._directory, self._graph.sc)
         # batch time -> the files chosen for it (kept while an interval may be recomputed).
         self._batch_files: dict[Time, list[str]] = {}
         # batch time -> the files skipped by its listing (until the batch is reported).
@@ -135,7 +136,7 @@ class FileInputDStream(InputDStream):
     def _remember_window(self) -> Duration:
         # Whole batches, at least the configured file_remember.
         batch = self._slide_duration
-        want = self._ssc._settings.file_remember
+        want = self._graph.settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
     def _description(self) -> str:
@@ -171,8 +172,9 @@ class FileInputDStream(InputDStream):
             paths = self._take_new_files(time)
         if not paths:
             self._record_count(time, 0)
-            return self._ssc.sparkContext.emptyRDD()
-        return self._reader(self._ssc, [self._spark_path(p) for p in paths])
+            return self._graph.sc.emptyRDD()
+        context = cast("StreamingContext", self._graph.context)
+        return self._reader(context, [self._spark_path(p) for p in paths])
 
     @staticmethod
     def _spark_path(path: str) -> str:
@@ -183,7 +185,7 @@ class FileInputDStream(InputDStream):
     def _take_new_files(self, time: Time) -> list[str]:
         """List the directory for the new interval ``time``: choose, log, record."""
         listed = self._list()
-        remember, max_age = self._remember_window, self._ssc._settings.max_file_age
+        remember, max_age = self._remember_window, self._graph.settings.max_file_age
         if max_age is not None:  # the remember window is rounded up to whole batches
             max_age = max(max_age, remember)
         if self._decided is None:  # the first listing after a restart

@@ -14,7 +14,7 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["QueueInputDStream"]
 
@@ -22,12 +22,12 @@ __all__ = ["QueueInputDStream"]
 class QueueInputDStream(InputDStream):
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         items: Iterable[RDD[Any] | Iterable[Any]],
         one_at_a_time: bool,
         default: RDD[Any] | Iterable[Any] | None,
     ) -> None:
-        super().__init__(ssc, name="queueStream")
+        super().__init__(graph, name="queueStream")
         # Each entry carries its record count when known (a list) so no task has to count.
         self._queue.extend(self._as_rdd(i) for i in items)
         self._default: tuple[RDD[Any], int | None] | None = (
@@ -58,10 +58,10 @@ class QueueInputDStream(InputDStream):
                 f"{item!r}; wrap single records in a list, e.g. [[1, 2], [3]]"
             )
         records = list(item)
-        return self._ssc.sparkContext.parallelize(records), len(records)
+        return self._graph.sc.parallelize(records), len(records)
 
     def _validate(self) -> None:
-        if getattr(self, "_restored", False) and self._ssc._restored_from is not None:
+        if getattr(self, "_restored", False) and self._graph.runtime.restored_from is not None:
             raise ValueError(
                 f"{self._label} cannot be recovered after a driver failure: its RDDs lived in "
                 "the old driver. Use a durable source (textFileStream, rateStream) for a "
@@ -80,9 +80,9 @@ class QueueInputDStream(InputDStream):
                 taken = [self._default]
             else:
                 self._record_count(time, 0)
-                return self._ssc.sparkContext.emptyRDD()
+                return self._graph.sc.emptyRDD()
         counts = [n for _, n in taken]
         if all(n is not None for n in counts):
             self._record_count(time, sum(n for n in counts if n is not None))
         rdds = [r for r, _ in taken]
-        return rdds[0] if len(rdds) == 1 else self._ssc.sparkContext.union(rdds)
+        return rdds[0] if len(rdds) == 1 else self._graph.sc.union(rdds)

@@ -18,7 +18,7 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["RateInputDStream", "partition_lines", "records_in_interval"]
 
@@ -43,7 +43,7 @@ class RateInputDStream(InputDStream):
 
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         records_per_second: int,
         *,
         num_partitions: int,
@@ -60,7 +60,7 @@ class RateInputDStream(InputDStream):
             raise ValueError(f"rateStream() numPartitions {num_partitions!r} must be an int >= 1")
         if not isinstance(record_bytes, int) or record_bytes < 8:
             raise ValueError(f"rateStream() recordBytes {record_bytes!r} must be an int >= 8")
-        super().__init__(ssc, name="rateStream")
+        super().__init__(graph, name="rateStream")
         self._records_per_second = records_per_second
         self._partitions = num_partitions
         self._seed = seed
@@ -77,4 +77,4 @@ class RateInputDStream(InputDStream):
         def generate(p: int) -> list[str]:
             return partition_lines(seed, t, p, parts, total, size)
 
-        return generated_partitions(self._ssc.sparkContext, parts, generate)
+        return generated_partitions(self._graph.sc, parts, generate)

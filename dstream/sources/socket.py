@@ -43,7 +43,7 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["SocketInputDStream"]
 
@@ -56,12 +56,12 @@ _CONNECT_TIMEOUT_S = 10.0
 class SocketInputDStream(InputDStream):
     _counts_in_tasks = False
 
-    def __init__(self, ssc: StreamingContext, hostname: str, port: int) -> None:
+    def __init__(self, graph: DStreamGraph, hostname: str, port: int) -> None:
         if not isinstance(hostname, str) or not hostname:
             raise ValueError(f"socketTextStream() hostname {hostname!r} must be a non-empty str")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise ValueError(f"socketTextStream() port {port!r} must be an int in 1..65535")
-        super().__init__(ssc, name="socketTextStream")
+        super().__init__(graph, name="socketTextStream")
         self._hostname, self._port = hostname, port
 
     _transient: ClassVar[tuple[str, ...]] = (
@@ -92,7 +92,7 @@ class SocketInputDStream(InputDStream):
     # ---- lifecycle --------------------------------------------------------------------------
     def _start(self) -> None:
         self._stopping.clear()
-        conf = self._ssc.sparkContext.getConf()
+        conf = self._graph.sc.getConf()
         self._location = conf.get("spark.driver.host") or socket.gethostname()
         self._thread = threading.Thread(
             target=self._receive_forever, name=f"dstream-receiver-{self._id}", daemon=True
@@ -112,11 +112,11 @@ class SocketInputDStream(InputDStream):
             self._thread = None
             # As Spark's receiver supervisor says when the driver stops it (not an error).
             info = replace(self._info(False), last_error_message="Stopped by driver")
-            self._ssc._bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
+            self._graph.bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
 
     # ---- the receiver thread ----------------------------------------------------------------
     def _receive_forever(self) -> None:
-        delay_s = self._ssc._settings.receiver_restart_delay.total_seconds()
+        delay_s = self._graph.settings.receiver_restart_delay.total_seconds()
         decoder = LineDecoder()
         while not self._stopping.is_set():
             message, error = self._receive_once(decoder)
@@ -126,7 +126,7 @@ class SocketInputDStream(InputDStream):
                 "socketTextStream %s: %s; reconnecting in %.3g s", self._address, message, delay_s
             )
             info = self._info(False, message, error)
-            self._ssc._bus.post("onReceiverError", StreamingListenerReceiverError(info))
+            self._graph.bus.post("onReceiverError", StreamingListenerReceiverError(info))
             self._stopping.wait(delay_s)
 
     def _receive_once(self, decoder: LineDecoder) -> tuple[str, BaseException | None]:
@@ -146,7 +146,7 @@ class SocketInputDStream(InputDStream):
                         return "", None
                     self._sock = sock
                 info = self._info(True)
-                self._ssc._bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+                self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
                 while True:
                     data = sock.recv(_CHUNK_BYTES)
                     if not data:
@@ -189,7 +189,7 @@ class SocketInputDStream(InputDStream):
             host=self._location,
             last_error_message=message,
             last_error="" if error is None else "".join(traceback.format_exception(error)),
-            last_error_time_ms=self._ssc._clock.now().ms if message else -1,
+            last_error_time_ms=self._graph.clock.now().ms if message else -1,
         )
 
     # ---- what the engine and tests call ------------------------------------------------------
@@ -211,5 +211,5 @@ class SocketInputDStream(InputDStream):
             records, self._buffer = self._buffer, []
             self._buffer_lock.notify_all()  # room again: the receiver reads on
         self._record_count(time, len(records))
-        sc = self._ssc.sparkContext
+        sc = self._graph.sc
         return sc.parallelize(records) if records else sc.emptyRDD()

@@ -2,8 +2,9 @@
 
 The graph is pickled with cloudpickle (functions and lambdas by value), with three rules:
 
-* the StreamingContext and the SparkContext are saved as references and bound to the new
-  ones on load — so a ``transform`` function that uses ``sc`` keeps working after recovery;
+* the graph itself (every stream refers to it), the user's StreamingContext and the
+  SparkContext are saved as references and bound to the new ones on load — so a
+  ``transform`` function that uses ``sc`` keeps working after recovery;
 * each stream is saved without its run-time fields (its remembered RDDs, locks, receiver
   threads): those are rebuilt, and what changes every interval (files per interval, the
   last checkpoint) is in each metadata record instead;
@@ -23,9 +24,7 @@ import cloudpickle
 from dstream.errors import DStreamError
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 __all__ = ["GraphPickleError", "dumps_graph", "loads_graph"]
 
@@ -40,17 +39,17 @@ def _new_stream(cls: Any) -> Any:
     return object.__new__(cls)
 
 
+def _references(graph: DStreamGraph) -> dict[str, object]:
+    return {"graph": graph, "ssc": graph.context, "sc": graph.sc}
+
+
 class _GraphPickler(cloudpickle.Pickler):
-    def __init__(self, file: io.BytesIO, ssc: StreamingContext, sc: SparkContext) -> None:
+    def __init__(self, file: io.BytesIO, graph: DStreamGraph) -> None:
         super().__init__(file, protocol=5)
-        self._ssc, self._sc = ssc, sc
+        self._ids = {id(obj): name for name, obj in _references(graph).items()}
 
     def persistent_id(self, obj: Any) -> str | None:
-        if obj is self._ssc:
-            return "ssc"
-        if obj is self._sc:
-            return "sc"
-        return None
+        return self._ids.get(id(obj))
 
     def reducer_override(self, obj: Any) -> Any:
         from pyspark import RDD, SparkContext
@@ -73,22 +72,22 @@ class _GraphPickler(cloudpickle.Pickler):
 
 
 class _GraphUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, ssc: StreamingContext, sc: SparkContext) -> None:
+    def __init__(self, file: io.BytesIO, graph: DStreamGraph) -> None:
         super().__init__(file)
-        self._ssc, self._sc = ssc, sc
+        self._objects = _references(graph)
 
     def persistent_load(self, pid: Any) -> Any:
-        if pid == "ssc":
-            return self._ssc
-        if pid == "sc":
-            return self._sc
+        if pid in self._objects:
+            return self._objects[pid]
         raise pickle.UnpicklingError(f"unknown persistent reference {pid!r}")
 
 
-def dumps_graph(value: Any, ssc: StreamingContext, sc: SparkContext) -> bytes:
+def dumps_graph(value: Any, graph: DStreamGraph) -> bytes:
+    """``value`` (the program: streams, inputs, outputs) with ``graph``, its context and
+    SparkContext as references."""
     buffer = io.BytesIO()
     try:
-        _GraphPickler(buffer, ssc, sc).dump(value)
+        _GraphPickler(buffer, graph).dump(value)
     except GraphPickleError:
         raise
     except Exception as exc:
@@ -100,5 +99,6 @@ def dumps_graph(value: Any, ssc: StreamingContext, sc: SparkContext) -> bytes:
     return buffer.getvalue()
 
 
-def loads_graph(data: bytes, ssc: StreamingContext, sc: SparkContext) -> Any:
-    return _GraphUnpickler(io.BytesIO(data), ssc, sc).load()
+def loads_graph(data: bytes, graph: DStreamGraph) -> Any:
+    """What :func:`dumps_graph` saved, its references bound to ``graph`` (a new driver's)."""
+    return _GraphUnpickler(io.BytesIO(data), graph).load()

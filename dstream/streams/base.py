@@ -30,7 +30,7 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
 
-    from dstream.context import StreamingContext
+    from dstream.streams.graph import DStreamGraph
 
 T = TypeVar("T")
 
@@ -46,22 +46,26 @@ STATE: Final = "state"
 class DStreamCore(Generic[T]):
     """Base of every stream. Users see it as :class:`dstream.DStream`."""
 
+    _graph: DStreamGraph
+
     def __init__(
         self,
-        ssc: StreamingContext,
+        graph: DStreamGraph,
         parents: Sequence[DStreamCore[Any]],
         *,
         name: str,
         user_functions: Iterable[UserFunction] = (),
     ) -> None:
-        ssc._check_can_add(name)
+        graph.check_can_add(name)
         for parent in parents:
-            if parent._ssc is not ssc:
+            if parent._graph is not graph:
                 raise ValueError(
                     f"{name}() combines streams of two different StreamingContexts; "
                     "build every stream of a program from the same StreamingContext"
                 )
-        self._ssc: StreamingContext = ssc
+        # The program this stream belongs to, and what it needs to run (SparkContext,
+        # settings, clock, listener bus, the running engine's services).
+        self._graph = graph
         self._parents: tuple[DStreamCore[Any], ...] = tuple(parents)
         self._operator = name
         self._site = call_site()
@@ -73,10 +77,10 @@ class DStreamCore(Generic[T]):
         self._user_name: str | None = None
         # For the stream a state operator returns: the state stream its checkpoint() sets.
         self._checkpoint_target: DStreamCore[Any] | None = None
-        self._id = ssc._graph.register(self)
+        self._id = graph.register(self)
         self._init_transient()
         # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
-        self._lock: threading.RLock = ssc._graph.lock
+        self._lock: threading.RLock = graph.lock
 
     # Fields that live only in one driver process: not saved with the graph for recovery,
     # rebuilt by _init_transient() (subclasses add theirs).
@@ -96,6 +100,9 @@ class DStreamCore(Generic[T]):
         return {k: v for k, v in self.__dict__.items() if k not in skip}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        # Journals written before streams took the graph saved the context instead: the
+        # restoring driver binds the graph (scheduler.recovery.restore_into).
+        state.pop("_ssc", None)
         self.__dict__.update(state)
         self._init_transient()
 
@@ -183,7 +190,7 @@ class DStreamCore(Generic[T]):
 
     def _persist_level(self) -> StorageLevel | None:
         if self._storage_level == STATE:
-            return memory_only(self._ssc._settings.state_replicas)
+            return memory_only(self._graph.settings.state_replicas)
         return self._storage_level
 
     def _parent_times(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
@@ -210,7 +217,7 @@ class DStreamCore(Generic[T]):
         with self._lock:
             keep = self._remember_duration or self._slide_duration
             # The paper's maximum history: forget older RDDs whatever wants them longer.
-            limit = self._ssc._settings.max_history
+            limit = self._graph.settings.max_history
             if limit is not None and limit < keep:
                 keep = max(limit, self._slide_duration)
             old = [t for t in self._generated if t <= time - keep and not self._pins[t]]

@@ -1,4 +1,9 @@
-"""The DStream graph: every stream, the inputs and the outputs of one StreamingContext.
+"""The DStream graph: every stream, the inputs and the outputs of one StreamingContext, and
+what every stream needs from the engine that runs it: the SparkContext, the clock, the
+settings, the listener bus, the job group, and the running engine's services
+(:class:`Runtime`, implemented by :class:`dstream.scheduler.engine.Engine`). Streams take
+the graph, never the user's StreamingContext; code handed a user's context (Kafka's and the
+receiver's stream constructors) finds its graph with :func:`graph_of`.
 
 The scheduler reaches the whole API through :meth:`DStreamGraph.generate_jobs` (one job per
 output operation per interval) and :meth:`DStreamGraph._clear_metadata` (after a batch is
@@ -9,24 +14,94 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+import weakref
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
-    from dstream.functions import UserFunction
-    from dstream.sources.base import InputDStream
-    from dstream.streams.base import DStreamCore
-    from dstream.streams.output import Job, OutputDStream
+    from pyspark import RDD, SparkContext
 
-__all__ = ["DStreamGraph"]
+    from dstream.clock import Clock
+    from dstream.functions import UserFunction
+    from dstream.listener import ListenerBus
+    from dstream.settings import StreamingSettings
+    from dstream.sources.base import InputDStream
+    from dstream.storage.journal import JournalRecord
+    from dstream.storage.ownership import Lease
+    from dstream.streams.base import DStreamCore
+    from dstream.streams.copartitioned import SectionMarks
+    from dstream.streams.output import Job, OutputDStream
+    from dstream.streams.state_base import StateStream
+
+__all__ = ["DStreamGraph", "Runtime", "graph_of"]
 
 log = logging.getLogger(__name__)
 
 
+class CheckpointQueue(Protocol):
+    """Where a state stream hands an interval to be checkpointed (the engine's checkpointer)."""
+
+    def submit(self, stream: StateStream, time: Time, rdd: RDD[Any]) -> bool: ...
+
+
+class Runtime(Protocol):
+    """What streams ask of the engine that runs them."""
+
+    checkpoint_dir: str | None
+    restored_from: JournalRecord | None
+    lease: Lease | None
+
+    @property
+    def checkpointer(self) -> CheckpointQueue | None: ...
+
+    @property
+    def marks(self) -> SectionMarks: ...
+
+    def check_can_add(self, what: str) -> None: ...
+
+    def completed_time(self) -> Time | None: ...
+
+
+# Each user's StreamingContext's graph (see graph_of).
+_graphs: weakref.WeakKeyDictionary[object, DStreamGraph] = weakref.WeakKeyDictionary()
+
+
+def graph_of(context: object) -> DStreamGraph:
+    """The graph of a user's StreamingContext."""
+    try:
+        return _graphs[context]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"expected a dstream.StreamingContext, got {type(context).__name__}; create one "
+            "with dstream.StreamingContext(sc, batchDuration)"
+        ) from None
+
+
 class DStreamGraph:
-    def __init__(self, batch_duration: Duration) -> None:
+    """One program's streams, and what they need to run (see the module's docstring)."""
+
+    def __init__(
+        self,
+        batch_duration: Duration,
+        *,
+        context: object,
+        sc: SparkContext,
+        clock: Clock,
+        settings: StreamingSettings,
+        bus: ListenerBus,
+        job_group_prefix: str,
+        runtime: Runtime,
+    ) -> None:
         self.batch_duration = batch_duration
+        self.context = context  # the user's StreamingContext: stream.context() returns it
+        self.sc = sc
+        self.clock = clock
+        self.settings = settings
+        self.bus = bus
+        self.job_group_prefix = job_group_prefix  # Spark job groups of its jobs start with it
+        self.runtime = runtime
+        _graphs[context] = self
         self.streams: list[DStreamCore[Any]] = []
         self.inputs: list[InputDStream] = []
         self.outputs: list[OutputDStream] = []
@@ -34,6 +109,10 @@ class DStreamGraph:
         self._remember_duration: Duration | None = None
         # One lock for every stream's per-time RDD table (see DStreamCore._lock).
         self.lock = threading.RLock()
+
+    def check_can_add(self, what: str) -> None:
+        """Raise unless streams and outputs may still be added (before start())."""
+        self.runtime.check_can_add(what)
 
     def register(self, stream: DStreamCore[Any]) -> int:
         self.streams.append(stream)

@@ -51,7 +51,7 @@ class TaggedEvents(DStream[Any]):
     partitioned into the state's partitions (the one shuffle of a state update)."""
 
     def __init__(self, parent: DStream[Any], num_partitions: int, name: str) -> None:
-        super().__init__(parent._ssc, [parent], name=name)
+        super().__init__(parent._graph, [parent], name=name)
         self._partitions = num_partitions
         # The state's own schedule (set by the state): both change count at one interval.
         self._schedule = PartitionSchedule(num_partitions)
@@ -108,7 +108,7 @@ class StateDStream(StateStream):
         count = self._schedule.at(time.ms)
         # A split or merge of the state leaves the sibling's keys for the merge to skip (one
         # Python pass over the state fewer than a filtering regroup: bench/rescale.py).
-        sc, unfiltered = self._ssc.sparkContext, False
+        sc, unfiltered = self._graph.sc, False
         previous: list[RDD[Any]] = []
         for old_state, have in state:
             regrouped: RDD[Any] | None = None
@@ -121,7 +121,7 @@ class StateDStream(StateStream):
             rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
         update, intervals = self._update, len(times)
-        union = sectioned_union(self._ssc._marks, count, groups)
+        union = sectioned_union(self._graph.runtime.marks, count, groups)
         if not unfiltered:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
 
@@ -195,7 +195,7 @@ class TrackDStream(StateStream):
             digests = self._digests.get(base_ms)
         if digests is None:
             manifest = f"{directory}/{COMPLETE}"
-            data = filesystem_for(manifest, self._ssc.sparkContext).read_bytes(manifest)
+            data = filesystem_for(manifest, self._graph.sc).read_bytes(manifest)
             digests = decode_manifest(data, manifest, self._partitions)
             with self._lock:
                 self._digests[base_ms] = digests
@@ -217,7 +217,7 @@ class TrackDStream(StateStream):
             base = None if snapshots is None else snapshots[split]
             yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files)
 
-        union = sectioned_union(self._ssc._marks, self._partitions, groups)
+        union = sectioned_union(self._graph.runtime.marks, self._partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -253,7 +253,7 @@ class TrackView(DStream[Any]):
     """The stream ``track()`` returns: ``(key, state)`` for every live key."""
 
     def __init__(self, state: TrackDStream) -> None:
-        super().__init__(state._ssc, [state], name="track")
+        super().__init__(state._graph, [state], name="track")
         self._state_stream = state
         self._checkpoint_target = state
 

@@ -47,9 +47,9 @@ class OutputDStream(DStream[Any]):
         name: str,
         user_functions: tuple[UserFunction, ...] = (),
     ) -> None:
-        super().__init__(parent._ssc, [parent], name=name, user_functions=user_functions)
+        super().__init__(parent._graph, [parent], name=name, user_functions=user_functions)
         self._fn = fn
-        self._output_index = self._ssc._graph.add_output(self)
+        self._output_index = self._graph.add_output(self)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         return self._parents[0]._get_or_compute(time)

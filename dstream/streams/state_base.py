@@ -60,7 +60,7 @@ class StateStream(DStream[Any]):
         num_partitions: int,
         user_functions: Iterable[UserFunction] = (),
     ) -> None:
-        super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
+        super().__init__(parents[0]._graph, parents, name=name, user_functions=user_functions)
         # The partition count of each interval's state (rescale() adds steps).
         self._schedule = PartitionSchedule(num_partitions)
         self._storage_level = STATE
@@ -183,9 +183,9 @@ class StateStream(DStream[Any]):
         would otherwise do first: the section marks of the new count (a small job and a
         shuffle) and one regroup of them (which ships the shim jar to the executors and
         loads its classes there)."""
-        marks = self._ssc._marks
+        marks = self._graph.runtime.marks
         marks.get(new).count()
-        regroup(self._ssc.sparkContext, marks.get(old), old, new).count()
+        regroup(self._graph.sc, marks.get(old), old, new).count()
 
     def _fit(self, rdd: RDD[Any], count: int, have: int | None = None) -> RDD[Any]:
         """``rdd`` (hash-partitioned (key, value) records) in ``count`` partitions: itself,
@@ -194,7 +194,7 @@ class StateStream(DStream[Any]):
             have = rdd.partitioner.numPartitions if rdd.partitioner else rdd.getNumPartitions()
         if have == count:
             return rdd
-        return regroup(self._ssc.sparkContext, rdd, have, count)
+        return regroup(self._graph.sc, rdd, have, count)
 
     # ---- the recovery strategy ----------------------------------------------------------------
     @property
@@ -259,13 +259,13 @@ class StateStream(DStream[Any]):
 
     def _persist_level(self) -> StorageLevel | None:
         if self._storage_level == STATE:
-            return memory_only(self._strategy.copies(self._ssc._settings.state_replicas))
+            return memory_only(self._strategy.copies(self._graph.settings.state_replicas))
         return self._storage_level
 
     def _prepare_storage(self, root: str) -> None:
         # Resolved once (a path without a scheme is on the default file system, as for
         # Spark), so the driver and the tasks name the same files.
-        sc = self._ssc.sparkContext
+        sc = self._graph.sc
         self._root = qualify(root, sc)
         self._files = task_files_for(self._root, sc)
 
@@ -328,7 +328,7 @@ class StateStream(DStream[Any]):
     def _read_checkpoint(self, base_ms: int) -> RDD[Any]:
         """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
         directory = self._checkpoint_dir(base_ms)
-        marks = self._ssc._marks.get(self._schedule.at(base_ms))
+        marks = self._graph.runtime.marks.get(self._schedule.at(base_ms))
         files = self._files
         return marks.mapPartitionsWithIndex(
             lambda i, _: iter(read_partition(files, partition_path(directory, i))),
@@ -343,14 +343,14 @@ class StateStream(DStream[Any]):
         if self._zero_time is None or every is None or (time - self._zero_time).ms % every.ms:
             return
         rdd = self._generated.get(time)
-        checkpointer = self._ssc._checkpointer
+        checkpointer = self._graph.runtime.checkpointer
         if rdd is not None and checkpointer is not None:  # a state stream's context has one
             checkpointer.submit(self, time, rdd)
 
     def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
         """Run by the checkpointer's thread: write, mark complete, publish."""
         directory = self._checkpoint_dir(time.ms)
-        fs = filesystem_for(directory, self._ssc.sparkContext)
+        fs = filesystem_for(directory, self._graph.sc)
         complete = f"{directory}/{COMPLETE}"
         if not fs.exists(complete):
             began = _time.perf_counter()
@@ -415,7 +415,7 @@ class StateStream(DStream[Any]):
         if not live and not (self._kind == "replay" and self._unswept):
             return
         parent = f"{self._root.rstrip('/')}/state-{self._key}"
-        fs = filesystem_for(parent, self._ssc.sparkContext)
+        fs = filesystem_for(parent, self._graph.sc)
         newest = max(live, default=None)
         names = fs.list_names(parent) if live or fs.exists(parent) else []
         for name in names:

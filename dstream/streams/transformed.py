@@ -32,7 +32,7 @@ class TransformedDStream(DStream[Any]):
         user_functions: Iterable[UserFunction] = (),
         driver_function: bool = False,
     ) -> None:
-        super().__init__(parents[0]._ssc, parents, name=name, user_functions=user_functions)
+        super().__init__(parents[0]._graph, parents, name=name, user_functions=user_functions)
         for parent in parents[1:]:
             if parent._slide_duration != parents[0]._slide_duration:
                 raise ValueError(
@@ -73,7 +73,7 @@ class UnionDStream(DStream[Any]):
     def __init__(self, parents: Sequence[DStream[Any]], *, name: str = "union") -> None:
         if not parents:
             raise ValueError("union() needs at least one stream; pass the streams to combine")
-        super().__init__(parents[0]._ssc, parents, name=name)
+        super().__init__(parents[0]._graph, parents, name=name)
         slides = {p._slide_duration for p in parents}
         if len(slides) > 1:
             raise ValueError(
@@ -87,4 +87,4 @@ class UnionDStream(DStream[Any]):
             return None
         if len(rdds) == 1:
             return rdds[0]
-        return self._ssc.sparkContext.union(rdds)
+        return self._graph.sc.union(rdds)

@@ -42,7 +42,7 @@ class WindowedDStream(DStream[Any]):
     interval's records are computed once however many windows they fall in."""
 
     def __init__(self, parent: DStream[Any], spec: WindowSpec, *, name: str = "window") -> None:
-        super().__init__(parent._ssc, [parent], name=name)
+        super().__init__(parent._graph, [parent], name=name)
         self._spec = spec
         if parent._storage_level is None:
             parent._storage_level = STATE
@@ -65,7 +65,7 @@ class WindowedDStream(DStream[Any]):
             if r is not None
         ]
         if not rdds:
-            return self._ssc.sparkContext.emptyRDD()
+            return self._graph.sc.emptyRDD()
         return co_partitioned_union(rdds)
 
 
@@ -156,7 +156,7 @@ class ReducedWindowedDStream(StateStream):
             parts = [wp for _, wp in records]
             yield None, regroup_window(parts, lambda k: partition_of(k, count) == split)
 
-        return regroup_partitions(self._ssc.sparkContext, rdd, have, count, build)
+        return regroup_partitions(self._graph.sc, rdd, have, count, build)
 
     def _fold(
         self, time: Time, state: RDD[Any] | None, times: list[Time], base_ms: int | None = None
@@ -174,7 +174,7 @@ class ReducedWindowedDStream(StateStream):
         for u in times:
             rdd = self._interval(u)
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
-        union = sectioned_union(self._ssc._marks, count, groups)
+        union = sectioned_union(self._graph.runtime.marks, count, groups)
         func, inv = self._func, self._inv
         times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
         if base_ms is None:

@@ -28,6 +28,7 @@ from pyspark import SparkConf, SparkContext
 
 from dstream import StreamingContext, Time
 from dstream.clock import SystemClock
+from dstream.scheduler.engine import engine_of
 from dstream.settings import StreamingSettings
 
 BATCH_MS = 1000
@@ -104,7 +105,7 @@ def settle(contexts: list[tuple[StreamingContext, HoldingClock]]) -> None:
     for (ssc, _), until in zip(contexts, frozen, strict=True):
         if not ssc.wait_for_batch(Time(until.ms // BATCH_MS * BATCH_MS), 600):
             raise SystemExit(f"the batches due by {until} did not complete in 10 minutes")
-        ssc._bus.wait_until_empty(60)
+        engine_of(ssc).bus.wait_until_empty(60)
 
 
 def next_interval(clock: HoldingClock) -> None:
@@ -170,7 +171,7 @@ def main() -> None:
                 "ui": sc.uiWebUrl,
                 "appId": sc.applicationId,
                 "contexts": {
-                    key: {"progress": ssc.recentProgress, "id": ssc._job_group_prefix}
+                    key: {"progress": ssc.recentProgress, "id": engine_of(ssc).job_group_prefix}
                     for key, ssc in contexts.items()
                 },
                 "files": str(files._id),

@@ -15,6 +15,7 @@ from hdfs.util import HdfsError
 
 from dstream import ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
+from dstream.scheduler.engine import engine_of
 from dstream.storage.filesystem import HadoopFileSystem, RenameError
 from dstream.storage.taskfs import WebHdfsTaskFiles, task_files_for
 from testbed.hdfs import MiniHdfsCluster
@@ -111,7 +112,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
     clock = ManualClock(T0)
     first = program(hdfs_sc, clock, *args)
     run(first, clock, 4)
-    first._checkpointer.wait_idle(60)
+    engine_of(first).checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)  # abandoned as a crash would: nothing more is written
 
     # What the first driver left on HDFS: its journal, complete state checkpoints (pickled
@@ -129,7 +130,7 @@ def test_a_restarted_driver_resumes_from_hdfs(
         raise AssertionError("the program must be restored, not set up again")
 
     resumed = StreamingContext.getOrCreate(place.uri("ckpt"), setup, hdfs_sc, clock=clock2)
-    assert resumed._restored_from is not None
+    assert engine_of(resumed).restored_from is not None
     run(resumed, clock2, TOTAL)
     resumed.stop(stopSparkContext=False)
     assert place.outputs() == reference
@@ -150,8 +151,10 @@ def test_a_datanode_lost_mid_run_loses_nothing(
             clock.advance(B)
             assert ssc.wait_for_batch(Time(T0 + t * B), 180), f"interval {t}"
         ssc.awaitTerminationOrTimeout(0)  # raises if any interval failed
-        ssc._checkpointer.wait_idle(120)
-        assert ssc._checkpointer.completed, "no checkpoint was written while a DataNode was down"
+        engine_of(ssc).checkpointer.wait_idle(120)
+        assert engine_of(ssc).checkpointer.completed, (
+            "no checkpoint was written while a DataNode was down"
+        )
     finally:
         ssc.stop(stopSparkContext=False)
         hdfs_cluster.restart_datanode(1)

@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any
 
 from dstream import Time
+from dstream.scheduler.engine import engine_of
 from dstream.streams.state_base import StateStream
 
 from .conftest import Harness
@@ -31,14 +32,14 @@ def lineage_depth(rdd: Any) -> int:
 
 
 def bookkeeping(h: Harness) -> dict[str, int]:
-    graph = h.ssc._graph
+    graph = engine_of(h.ssc).graph
     states = [s for s in graph.streams if isinstance(s, StateStream)]
     return {
         "remembered_rdds": sum(len(s._generated) for s in graph.streams),
         "built_on": sum(len(s._built_on) for s in states),
         "shuffles_kept": sum(len(getattr(s, "_shuffled", ())) for s in states),
         "file_records": sum(len(getattr(s, "batch_files", ())) for s in graph.inputs),
-        "pending_batches": len(h.ssc._scheduler.pending()),
+        "pending_batches": len(engine_of(h.ssc).scheduler.pending()),
     }
 
 
@@ -59,14 +60,14 @@ def test_lineage_bookkeeping_and_memory_stay_flat(harness: Any, tmp_path: Any) -
     # 100; kept at 10 here, it is full before the first sample, and what is measured is
     # growth that would go on. By the first sample (interval 12) the window (4 s), the
     # sessions' timeout (3 s) and the checkpoints (every 2 s) have all turned over twice.
-    h.ssc._progress._records = deque(maxlen=10)
+    engine_of(h.ssc).progress._records = deque(maxlen=10)
     h.ssc.start()
     samples = {}
     try:
         for upto in (12, 24, 36):
             while h.clock.now().ms < upto * 1000:
                 h.run_batches(1)
-            h.ssc._checkpointer.wait_idle(60)
+            engine_of(h.ssc).checkpointer.wait_idle(60)
             samples[upto] = {
                 "window_depth": lineage_depth(seen["window"]),
                 "replay_depth": lineage_depth(seen["replay"]),

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dstream.cli import main
+from dstream.scheduler.engine import engine_of
 from dstream.time import human_time
 
 from .conftest import Harness
@@ -33,9 +34,9 @@ def test_status_tells_what_a_checkpoint_directory_holds(
     totals.checkpoint(1).foreachRDD(lambda rdd: rdd.count())
     h.ssc.start()
     h.run_batches(1)
-    h.ssc._checkpointer.wait_idle(60)
+    engine_of(h.ssc).checkpointer.wait_idle(60)
     h.run_batches(1)
-    h.ssc._checkpointer.wait_idle(60)
+    engine_of(h.ssc).checkpointer.wait_idle(60)
     h.ssc.stop(stopSparkContext=False)
     assert main(["status", str(ckpt), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dstream import StreamingContext, StreamingListener, Time
+from dstream.scheduler.engine import engine_of
 
 from .conftest import Harness
 
@@ -149,7 +150,7 @@ def test_a_listener_written_for_pyspark_reads_every_field(harness: Any) -> None:
     source.foreachRDD(lambda rdd: rdd.count() and clock.advance(200))
     h.ssc.start()
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     submitted, started, completed = listener.rows
     sid = source._id
     name = completed["outputs"][0][2]
@@ -226,7 +227,11 @@ def test_get_active_or_create(sc: Any, tmp_path: Path) -> None:
         created.stop(stopSparkContext=False)
     # None running: a new one from the (empty) checkpoint directory, bound to it.
     fresh = StreamingContext.getActiveOrCreate(str(tmp_path / "ckpt"), setup)
-    assert len(calls) == 2 and fresh is calls[1] and fresh._checkpoint_dir == str(tmp_path / "ckpt")
+    assert (
+        len(calls) == 2
+        and fresh is calls[1]
+        and engine_of(fresh).checkpoint_dir == str(tmp_path / "ckpt")
+    )
     with pytest.raises(TypeError, match=r"getActiveOrCreate\(\) needs a function for setupFunc"):
         StreamingContext.getActiveOrCreate(None, "setup")  # type: ignore[arg-type]
 
@@ -249,7 +254,7 @@ def test_checkpoint_creates_its_directory_as_pysparks(sc: Any, tmp_path: Path) -
     fresh = StreamingContext.getOrCreate(
         str(missing), lambda: StreamingContext(sc, 1, clock=ManualClock(0)), sc
     )
-    assert missing.is_dir() and fresh._checkpoint_dir == str(missing)
+    assert missing.is_dir() and engine_of(fresh).checkpoint_dir == str(missing)
     fresh.stop(stopSparkContext=False)
 
 

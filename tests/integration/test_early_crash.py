@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
+from dstream.scheduler.engine import engine_of
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 from dstream.storage.ownership import claim
@@ -43,7 +44,7 @@ def put(in_dir: Path, name: str, text: str, mtime_ms: int) -> None:
 def crash_before_the_first_interval(ssc: StreamingContext) -> None:
     """Start, then drop the context as a kill would, before any interval was generated."""
     ssc.start()
-    assert ssc._completed_time() is None
+    assert engine_of(ssc).completed_time() is None
     ssc.stop(stopSparkContext=False)
 
 
@@ -78,7 +79,7 @@ def test_files_that_arrive_before_the_first_interval_are_read_after_a_restart(
 
     clock = ManualClock(T0 + 5 * B + 200)
     ssc = StreamingContext.getOrCreate(str(ckpt), lambda: setup(clock), clock=clock)
-    assert ssc._restored_from is not None, "the first start left no record of its program"
+    assert engine_of(ssc).restored_from is not None, "the first start left no record of its program"
     run_to(ssc, clock, T0 + 6 * B)
 
     lines = committed(out, "lines")

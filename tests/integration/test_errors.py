@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dstream import ContextStateError, StreamingContext, StreamingJobError, UnpicklableFunctionError
+from dstream.scheduler.engine import engine_of
 from dstream.time import human_time
 
 from .conftest import Harness
@@ -92,7 +93,7 @@ def test_a_function_that_captures_the_spark_context_is_refused_at_start(harness:
     assert "the function given to map at test_errors.py:" in message
     assert "it refers to the SparkContext, which exists only on the driver" in message
     assert "use those in transform() or foreachRDD()" in message
-    assert h.ssc._state == "initialized"
+    assert engine_of(h.ssc).state == "initialized"
 
 
 def test_a_function_that_captures_a_lock_or_a_stream_is_refused(harness: Any) -> None:
@@ -202,7 +203,7 @@ def test_an_interval_posted_just_before_stop_is_dropped_not_an_error(harness: An
     h.ssc.queueStream([[1], [2], [3]]).map(lambda x: x * 2).foreachRDD(lambda rdd: rdd.count())
     h.ssc.start()
     h.run_batches(1)
-    scheduler = h.ssc._scheduler
+    scheduler = engine_of(h.ssc).scheduler
     entered, release, pool_down = threading.Event(), threading.Event(), threading.Event()
     generate, shutdown = scheduler._generate, scheduler._jobs._pool.shutdown
 

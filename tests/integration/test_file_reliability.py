@@ -22,6 +22,7 @@ from dstream import (
     StreamingSettings,
     Time,
 )
+from dstream.scheduler.engine import engine_of
 from dstream.streams.keyed_state import StateDStream
 
 from .conftest import Harness
@@ -125,7 +126,7 @@ def test_a_checkpoint_slower_than_the_file_remember_window_counts_each_file_once
             advance_to(ssc, clock, i)
         assert slow.started.is_set()
         slow.release.set()
-        assert ssc._checkpointer is not None and ssc._checkpointer.wait_idle(60)
+        assert engine_of(ssc).checkpointer is not None and engine_of(ssc).checkpointer.wait_idle(60)
         # The next intervals are rebuilt from the checkpoint of 2 plus intervals 3..i.
         for i in range(13, 17):
             put_interval_file(in_dir, i)
@@ -155,7 +156,9 @@ def test_a_restart_while_a_slow_checkpoint_never_published_recovers_exactly(
         # driver must replay every interval since the start from its recorded files.
         slow.fail = True
         slow.release.set()
-        assert first._checkpointer is not None and first._checkpointer.wait_idle(60)
+        assert engine_of(first).checkpointer is not None and engine_of(
+            first
+        ).checkpointer.wait_idle(60)
     finally:
         slow.release.set()
         first.stop(stopSparkContext=False)
@@ -168,7 +171,7 @@ def test_a_restart_while_a_slow_checkpoint_never_published_recovers_exactly(
         sc,
         clock=clock2,
     )
-    assert resumed._restored_from is not None
+    assert engine_of(resumed).restored_from is not None
     resumed.start()
     try:
         for i in range(13, 17):
@@ -189,7 +192,7 @@ def test_an_interval_whose_file_list_is_gone_is_an_error_not_a_new_listing(
     h.ssc.start()
     put_interval_file(tmp_path, 1)
     h.run_batches(2)
-    source = h.ssc._graph.inputs[0]
+    source = engine_of(h.ssc).graph.inputs[0]
     first = Time(T0 + B)
     with source._lock:  # as if its record had been lost
         del source._batch_files[first]
@@ -230,10 +233,10 @@ def test_old_files_are_taken_up_to_max_file_age_and_older_ones_reported_once(
     ancient = put(tmp_path, "ancient.txt", "ancient\n", T0 - 120_000)  # older than 60 s
     h.run_batches(1)
     h.run_batches(2)  # listed again twice: nothing is taken or reported again
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
 
     assert out == [["on time"], ["late"], [], []]
-    source = h.ssc._graph.inputs[0]
+    source = engine_of(h.ssc).graph.inputs[0]
     skipped = [m[source._id].get("skipped") for m in inputs.metadata]
     counts = [m[source._id].get("skipped_count") for m in inputs.metadata]
     assert skipped == [[], [str(ancient)], [], []]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dstream import StreamingListener
+from dstream.scheduler.engine import engine_of
 
 from .conftest import Harness
 
@@ -49,7 +50,7 @@ def test_batch_events_in_order_with_counts_and_delays(harness: Any) -> None:
     h.ssc.start()
     h.run_batches(1)
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     kinds = [k for k, _ in recorder.events]
     per_batch = ["submitted", "batch-started", "op-started", "op-completed", "completed"]
     assert kinds == ["started", *per_batch, *per_batch]
@@ -77,7 +78,7 @@ def test_a_failed_output_operation_is_reported_in_its_batch(harness: Any) -> Non
     h.ssc.queueStream([[0]]).map(lambda x: 1 // x).foreachRDD(lambda rdd: rdd.collect())
     h.ssc.start()
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     (info,) = [i for k, i in recorder.events if k == "completed"]
     assert info.failed
     reason = info.outputOperationInfos()[0].failureReason()

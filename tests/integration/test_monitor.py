@@ -12,6 +12,7 @@ import pytest
 
 from dstream import ContextStateError, Time
 from dstream.scheduler import shim
+from dstream.scheduler.engine import engine_of
 from dstream.settings import AvoidancePolicy, ElasticPolicy, StreamingSettings
 
 from .conftest import Harness
@@ -50,7 +51,7 @@ def test_the_elastic_policy_is_refused_where_tasks_run_in_the_driver(harness: An
     h.ssc.queueStream([[1]]).pprint()
     with pytest.raises(ValueError, match=r"elastic needs executors in JVMs of their own"):
         h.ssc.start()
-    assert h.ssc._state == "stopped"  # the failed start undid itself
+    assert engine_of(h.ssc).state == "stopped"  # the failed start undid itself
 
 
 def test_the_elastic_policy_is_refused_beside_dynamic_allocation(harness: Any) -> None:
@@ -80,7 +81,7 @@ def test_without_the_shim_the_program_runs_and_says_what_is_missing(
     assert f"dstream JVM shim jar not found at {missing}" in caplog.text
     assert "build it with `make shim`" in caplog.text
     assert "without the Spark UI's Streaming tab and dstream's metrics" in caplog.text
-    assert h.ssc._web_ui is None
+    assert engine_of(h.ssc).web_ui is None
     h.run_batches(1)
     assert seen == [[1, 2]]
     with pytest.raises(ContextStateError, match="built \\(`make shim`\\)"):

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from dstream import StreamingListener, Time
+from dstream.scheduler.engine import engine_of
 from dstream.settings import StreamingSettings
 from dstream.testing.streams import BatchCollector, normalize
 
@@ -74,7 +75,7 @@ def test_interval_two_computes_while_interval_one_waits_and_outputs_stay_in_orde
     h.ssc.addStreamingListener(order)
     h.ssc.start()
     h.run_batches(4)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert calls == [
         (Time(1000), [(0, depth > 1)]),
         (Time(2000), [(1, None)]),
@@ -104,7 +105,7 @@ def test_side_effects_keep_depth_ones_order_across_outputs(harness: Any, tmp_pat
     h.ssc.addStreamingListener(order)
     h.ssc.start()
     h.run_batches(4)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert effects == [
         ("A", 1000, [(0, None)]),
         ("A", 2000, [(1, None)]),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from dstream.scheduler.engine import engine_of
 from dstream.scheduler.progress import ConsoleProgress
 from dstream.time import human_time
 
@@ -33,9 +34,9 @@ def test_progress_records_describe_each_batch(harness: Any, tmp_path: Path) -> N
     assert h.ssc.lastProgress is None
     h.ssc.start()
     h.run_batches(1)
-    h.ssc._checkpointer.wait_idle(60)
+    engine_of(h.ssc).checkpointer.wait_idle(60)
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(60)
+    engine_of(h.ssc).bus.wait_until_empty(60)
     last = h.ssc.lastProgress
     assert last is not None and json.loads(json.dumps(last)) == last  # JSON-serialisable
     assert [p["batchId"] for p in h.ssc.recentProgress] == [1000, 2000]
@@ -64,7 +65,7 @@ def test_the_console_line(harness: Any, capsys: pytest.CaptureFixture[str]) -> N
     h.ssc.queueStream([[1, 2, 3]]).foreachRDD(lambda rdd: rdd.count())
     h.ssc.start()
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(60)
+    engine_of(h.ssc).bus.wait_until_empty(60)
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"[{human_time(1000)}]  3 rows  ")
     assert " rows/s  processing " in line and " ms  delay " in line

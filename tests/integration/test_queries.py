@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dstream import ManualClock, StreamingContext, Time
+from dstream.scheduler.engine import engine_of
 
 from .conftest import Harness
 
@@ -117,11 +118,11 @@ def test_a_held_query_keeps_its_interval_while_the_stream_checkpoints_on(
     h.ssc.start()
     for _ in range(4):  # checkpoints after each interval: the state is rebuilt from them
         h.run_batches(1)
-        h.ssc._checkpointer.wait_idle(60)
+        engine_of(h.ssc).checkpointer.wait_idle(60)
     held = totals.snapshot()  # the state after 4 intervals, its lineage on a checkpoint
     for _ in range(4):  # four more intervals, a checkpoint after each
         h.run_batches(1)
-        h.ssc._checkpointer.wait_idle(60)
+        engine_of(h.ssc).checkpointer.wait_idle(60)
     state_dir = next(p for p in (tmp_path / "ckpt").iterdir() if p.name.startswith("state-"))
     assert dict(held.collect()) == running_totals(BATCHES, 4)
     assert dict(totals.snapshot().collect()) == running_totals(BATCHES, 8)
@@ -146,7 +147,7 @@ def test_sql_views_read_the_newest_completed_interval(harness: Any) -> None:
     spark = SparkSession.builder.getOrCreate()
     for n in (2, 4):
         h.run_batches(2)
-        h.ssc._bus.wait_until_empty(60)  # the view moves on the listener thread
+        engine_of(h.ssc).bus.wait_until_empty(60)  # the view moves on the listener thread
         rows = spark.sql("select key, value from totals order by key").collect()
         assert {r.key: r.value for r in rows} == running_totals(BATCHES, n)
     frame = sessions.toDF()
@@ -190,7 +191,7 @@ def test_queries_after_a_driver_restart_read_the_rebuilt_state(sc: Any, tmp_path
     first.start()
     clock.advance(3 * B)
     assert first.wait_for_batch(3 * B, 60)
-    first._checkpointer.wait_idle(60)
+    engine_of(first).checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)  # the driver "dies" after 3 intervals
 
     clock = ManualClock(3 * B)
@@ -203,7 +204,7 @@ def test_queries_after_a_driver_restart_read_the_rebuilt_state(sc: Any, tmp_path
     resumed.start()
     clock.advance(2 * B)
     assert resumed.wait_for_batch(5 * B, 60)
-    totals = next(s for s in resumed._graph.streams if s._user_name == "totals")
+    totals = next(s for s in engine_of(resumed).graph.streams if s._user_name == "totals")
     assert dict(totals.snapshot().collect()) == {"x": 3, "y": 1, "z": 1}
     assert totals.lookup("x") == [3]
     resumed.stop(stopSparkContext=False)

@@ -25,6 +25,7 @@ import pytest
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.receiver import createStream
 from dstream.receiver.client import ReceiverClient
+from dstream.scheduler.engine import engine_of
 from testbed.drivers import wait_for
 
 B = 1000
@@ -83,7 +84,7 @@ def test_a_restarted_driver_gets_the_uncommitted_blocks_again(sc: Any, tmp_path:
             clock.advance(B)
             assert first.wait_for_batch(Time(i * B), 120)
         assert copy.is_dir(), "the crash snapshot was not taken"
-        stream = first._graph.inputs[0]
+        stream = engine_of(first).graph.inputs[0]
         stream._kill_listener(0)  # the crash: the client hears nothing more from it
         first.stop(stopSparkContext=False)
         CRASH["at_ms"] = None
@@ -100,7 +101,7 @@ def test_a_restarted_driver_gets_the_uncommitted_blocks_again(sc: Any, tmp_path:
             sc,
             rebuildGraph=True,
         )
-        assert resumed._restored_from is not None
+        assert engine_of(resumed).restored_from is not None
         resumed.start()
         assert resumed.wait_for_batch(Time(3 * B), 120)  # interval 3 again
         assert client.wait_stored(60)  # the client reconnected and sent what it kept
@@ -154,7 +155,7 @@ def test_blocks_of_a_client_that_does_not_come_back_are_waited_for_then_skipped(
             assert first.wait_for_batch(Time(i * B), 120)
         assert copy.is_dir(), "the crash snapshot was not taken"
         dies.close()  # this client dies with the driver: it never sends interval 2 again
-        first._graph.inputs[0]._kill_listener(0)
+        engine_of(first).graph.inputs[0]._kill_listener(0)
         first.stop(stopSparkContext=False)
         CRASH["at_ms"] = None
 
@@ -235,7 +236,7 @@ def test_a_checkpoint_that_falls_behind_holds_the_commits_back(
         assert client.kept_blocks == 8
         assert any("is too far behind" in r.getMessage() for r in caplog.records)
         shutil.copytree(ckpt, copy)  # the crash, with no checkpoint of the count on record
-        first._graph.inputs[0]._kill_listener(0)
+        engine_of(first).graph.inputs[0]._kill_listener(0)
         gate.set()
         first.stop(stopSparkContext=False)
 
@@ -244,11 +245,13 @@ def test_a_checkpoint_that_falls_behind_holds_the_commits_back(
         resumed = StreamingContext.getOrCreate(
             str(copy), lambda: counting(sc, clock2, port, copy), sc, rebuildGraph=True
         )
-        assert resumed._restored_from is not None
+        assert engine_of(resumed).restored_from is not None
         resumed.start()
         for i in range(9, 13):
             interval(resumed, clock2, i)
-            assert resumed._checkpointer is not None and resumed._checkpointer.wait_idle(60)
+            assert engine_of(resumed).checkpointer is not None and engine_of(
+                resumed
+            ).checkpointer.wait_idle(60)
         # The count rebuilt from the start, with the 8 blocks the client sent again.
         assert COUNTS[9000] == [("n", 36)] and COUNTS[12000] == [("n", 48)]
         # Checkpoints written each interval again: the commits trail by the usual span.

@@ -21,6 +21,7 @@ import pytest
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
 from dstream.scheduler.coordinator import BatchCoordinator, Progress
+from dstream.scheduler.engine import engine_of
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 
@@ -140,7 +141,7 @@ def test_a_restarted_driver_resumes_with_identical_output(
     clock = ManualClock(T0)
     first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"], strategy)
     run(first, clock, crash_after)
-    first._checkpointer.wait_idle(60)
+    engine_of(first).checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)
 
     # The driver comes back `down_for` intervals later and catches up.
@@ -152,11 +153,13 @@ def test_a_restarted_driver_resumes_with_identical_output(
         return program(sc, clock2, dirs["in"], dirs["out"], dirs["ckpt"], strategy)
 
     resumed = StreamingContext.getOrCreate(str(dirs["ckpt"]), setup, sc, clock=clock2)
-    assert setup_calls == [] and (resumed._restored_from is not None)
+    assert setup_calls == [] and (engine_of(resumed).restored_from is not None)
     if strategy == "replay":
         # The window was never checkpointed: the restart rebuilds it from the input files
         # its journaled low-water mark kept.
-        window = next(s for s in resumed._graph.streams if s._operator == "reduceByKeyAndWindow")
+        window = next(
+            s for s in engine_of(resumed).graph.streams if s._operator == "reduceByKeyAndWindow"
+        )
         assert window._published_ms is None and window._restored_floor_ms is not None
     run(resumed, clock2, total)
     resumed.stop(stopSparkContext=False)
@@ -188,7 +191,7 @@ def test_changed_code_binds_state_by_name_or_explains_what_differs(
 
     first = build(2, "totals")
     run(first, clock, 4)
-    first._checkpointer.wait_idle(60)
+    engine_of(first).checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)
 
     # (Another partition count is not such a change: updateStateByKey rescales; see
@@ -290,9 +293,9 @@ def test_a_metadata_record_that_cannot_be_renamed_stops_the_program_loudly(
     assert squatter.read_text() == "not a record"  # never overwritten
     # The interval whose record failed was generated but none of its jobs ran: nothing is
     # output without its record.
-    assert ssc._scheduler.halted is not None
-    assert ssc._scheduler.pending() == [Time(T0 + 2 * B)]
-    assert max(ssc._scheduler.completed_batches) == Time(T0 + B)
+    assert engine_of(ssc).scheduler.halted is not None
+    assert engine_of(ssc).scheduler.pending() == [Time(T0 + 2 * B)]
+    assert max(engine_of(ssc).scheduler.completed_batches) == Time(T0 + B)
     assert not (dirs["out"] / f"words-{T0 + 2 * B}").exists()
     ssc.stop(stopSparkContext=False)
 

@@ -24,6 +24,7 @@ from dstream import (
 )
 from dstream.errors import HaltedError
 from dstream.listener import CheckpointInfo
+from dstream.scheduler.engine import engine_of
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import MetadataJournal
 from dstream.streams.state_base import StateStream
@@ -85,7 +86,7 @@ def test_a_transient_output_failure_is_retried_and_the_interval_not_lost(
     h.ssc.queueStream([[1], [2], [3]]).save(flaky_sink(log, {2000: 2}), name="s")
     h.ssc.start()
     h.run_batches(3)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert h.ssc.awaitTerminationOrTimeout(0) is False  # nothing raised: nothing failed
     assert log.read_text().splitlines() == ["1000 [1]", "2000 [2]", "3000 [3]"]
     attempts = [info.output_operations[0].attempts for info in ops.completed]
@@ -195,7 +196,7 @@ def test_the_backlog_is_bounded_and_reported(harness: Any) -> None:
     assert entered.wait(60)
     release.set()
     assert h.ssc.wait_for_batch(10_000, 120)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert [i.batchTime().ms for i in ops.completed] == [t * 1000 for t in range(1, 11)]
     assert max(ops.in_flight) == 2  # never more than max_backlog generated and not complete
     assert max(i.backlog for i in ops.submitted) >= 7  # the third one waited behind 7 more
@@ -229,7 +230,7 @@ def test_checkpoints_that_keep_failing_are_reported_and_halt_the_engine(
         for t in (2000, 3000, 4000):
             h.ssc.wait_for_batch(t, 60)
             h.clock.advance(1000)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     failed = ops.failed_checkpoints
     assert [(f.name, f.attempts, f.consecutive_failures) for f in failed] == [
         ("totals", 2, 1),
@@ -263,9 +264,9 @@ def test_the_journal_has_one_writer(
     h.ssc.start()
     for _ in range(4):
         h.run_batches(1)
-        h.ssc._checkpointer.wait_idle(60)
+        engine_of(h.ssc).checkpointer.wait_idle(60)
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert ops.checkpoints, "no checkpoint was written"
     # The program's first record is written by start() before the loop exists; every later
     # one by the loop.
@@ -297,13 +298,13 @@ def test_a_restored_program_runs_with_its_saved_settings(
     assert not {k for k, _ in record.spark_conf} & {"spark.driver.port", "spark.app.id"}
 
     resumed = StreamingContext.getOrCreate(str(tmp_path / "ckpt"), lambda: setup(clock), sc)
-    assert resumed._settings == saved  # not the defaults
+    assert engine_of(resumed).settings == saved  # not the defaults
     override = StreamingSettings(file_remember="9s")
     with caplog.at_level(logging.WARNING, logger="dstream.scheduler.recovery"):
         again = StreamingContext.getOrCreate(
             str(tmp_path / "ckpt"), lambda: setup(clock), sc, settings=override
         )
-    assert again._settings == override
+    assert engine_of(again).settings == override
     assert "file_remember: Duration(5000) then, Duration(9000) now" in caplog.text
 
 
@@ -367,7 +368,7 @@ def test_an_interval_cancelled_by_stop_is_not_recorded_and_runs_after_a_restart(
         fcntl.flock(held, fcntl.LOCK_EX)
         clock.advance(1000)  # 2000's write starts and does not end...
         tracker = sc.statusTracker()
-        group = f"{first._job_group_prefix}-2000"
+        group = f"{engine_of(first).job_group_prefix}-2000"
         poll = threading.Event()  # never set: 50 ms between two looks at Spark's jobs
         for _ in range(1200):  # until Spark runs the interval's job
             if tracker.getJobIdsForGroup(group):

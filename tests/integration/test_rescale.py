@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
+from dstream.scheduler.engine import engine_of
 
 from .test_recovery import T0, TEXTS, B, expected_outputs, outputs, put
 
@@ -64,7 +65,7 @@ def advance(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
 
 
 def state_of(ssc: StreamingContext, kind: str = "StateDStream") -> Any:
-    return next(s for s in ssc._graph.streams if type(s).__name__ == kind)
+    return next(s for s in engine_of(ssc).graph.streams if type(s).__name__ == kind)
 
 
 def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[str, Path]) -> None:
@@ -138,7 +139,7 @@ def test_a_restart_from_before_a_rescale_replays_forward_at_the_journaled_counts
         advance(first, clock, 5)
         state_of(first).rescale(8)
         advance(first, clock, 7)
-        first._checkpointer.wait_idle(60)
+        engine_of(first).checkpointer.wait_idle(60)
     finally:
         first.stop(stopSparkContext=False)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dstream import StreamingListener, StreamingSettings
+from dstream.scheduler.engine import engine_of
 from dstream.testing.streams import BatchCollector
 
 from .conftest import Harness
@@ -79,7 +80,7 @@ def socket_program(
     out = BatchCollector(stream)
     events = ReceiverEvents()
     h.ssc.addStreamingListener(events)
-    return h, h.ssc._graph.inputs[0], out, events
+    return h, engine_of(h.ssc).graph.inputs[0], out, events
 
 
 def test_a_bad_byte_is_replaced_and_costs_no_line(harness: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dstream import StreamingListener, Time
+from dstream.scheduler.engine import engine_of
 from dstream.sources.textgen import generate_lines
 
 from .conftest import Harness
@@ -70,10 +71,10 @@ def test_text_file_stream_takes_each_new_file_once(harness: Any, tmp_path: Path)
     # A file renamed in late, with an old modification time, still lands once.
     put_file(tmp_path, "late.txt", ["late"], T0 + 1200)
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert out == [["a1", "a2", "b1"], ["c1"], [], ["late"]]
     assert records.counts == [3, 1, 0, 1]
-    source = h.ssc._graph.inputs[0]
+    source = engine_of(h.ssc).graph.inputs[0]
     a, b, c = (str(tmp_path / n) for n in ("a.txt", "b.txt", "c.txt"))
     assert records.inputs[:3] == [  # as Spark's StreamInputInfo: count, files, description
         [(source._id, 3, [a, b], f"{a}\n{b}")],
@@ -133,7 +134,7 @@ def test_socket_text_stream_reads_lines_from_a_server(harness: Any) -> None:
     try:
         assert accepted.wait(30)
         conns[0].sendall(b"hello\nworld\n")
-        source = h.ssc._graph.inputs[0]
+        source = engine_of(h.ssc).graph.inputs[0]
         assert source._wait_for_buffered(2, 30)
         h.run_batches(1)
         conns[0].sendall("ünïcode\n".encode())
@@ -163,7 +164,7 @@ def test_rate_stream_is_deterministic_and_exact(harness: Any) -> None:
         out = collect(stream)
         h.ssc.start()
         h.run_batches(4)
-        h.ssc._bus.wait_until_empty(30)
+        engine_of(h.ssc).bus.wait_until_empty(30)
         h.ssc.stop(stopSparkContext=False)
         outputs.append(out)
         assert [len(b) for b in out] == [150, 150, 150, 150]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from dstream.scheduler.engine import engine_of
 from dstream.streams import strategy
 from dstream.streams.state_base import StateStream
 
@@ -70,7 +71,7 @@ def test_every_strategy_computes_the_same_windows_and_replay_writes_no_checkpoin
         h.run_batches(1)
         for kind in STRATEGIES:
             depths[kind].append(lineage_depth(seen[kind]["rdd"]))
-    h.ssc._checkpointer.wait_idle(60)
+    engine_of(h.ssc).checkpointer.wait_idle(60)
     expected = oracle(seen["input"])
     assert any(expected.values())
     for kind in STRATEGIES:
@@ -118,11 +119,11 @@ def test_auto_decides_from_the_first_checkpoint_it_measures(
     assert isinstance(state, StateStream)
     h.ssc.start()
     h.run_batches(3)
-    h.ssc._checkpointer.wait_idle(60)  # the checkpoint of interval 2, measured
+    engine_of(h.ssc).checkpointer.wait_idle(60)  # the checkpoint of interval 2, measured
     assert state._kind == picked
     assert state._auto is not None and "took" in state._auto[1]
     h.run_batches(INTERVALS - 3)
-    h.ssc._checkpointer.wait_idle(60)
+    engine_of(h.ssc).checkpointer.wait_idle(60)
     assert out == oracle(inputs)
     written = checkpoints_of(tmp_path, state)
     if picked == "replay":

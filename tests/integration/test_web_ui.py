@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dstream.scheduler import webui
+from dstream.scheduler.engine import engine_of
 
 from .conftest import Harness
 
@@ -18,8 +19,8 @@ from .conftest import Harness
 def source_gauges(ssc: Any) -> dict[str, Any] | None:
     """The gauges of the context's metrics source as the driver's metrics system has them
     (None: not registered)."""
-    assert ssc._web_ui is not None
-    text = ssc._web_ui._handle.registeredGauges()
+    assert engine_of(ssc).web_ui is not None
+    text = engine_of(ssc).web_ui._handle.registeredGauges()
     return None if text is None else dict(json.loads(text))
 
 
@@ -31,8 +32,8 @@ def test_every_batch_is_pushed_with_the_keys_of_its_jobs(harness: Any) -> None:
     ).foreachRDD(lambda rdd: rdd.collect())
     h.ssc.start()
     h.run_batches(2)
-    h.ssc._bus.wait_until_empty(60)
-    feed = h.ssc._web_ui
+    engine_of(h.ssc).bus.wait_until_empty(60)
+    feed = engine_of(h.ssc).web_ui
     assert feed is not None
     handle = feed._handle
     assert handle.retainedBatchCount() == 2
@@ -56,9 +57,9 @@ def test_the_metrics_source_reads_the_last_batch_and_goes_at_stop(harness: Any) 
     h.ssc.queueStream([[1, 2, 3], [4, 5]]).foreachRDD(lambda rdd: rdd.count())
     h.ssc.start()
     h.run_batches(2)
-    h.ssc._bus.wait_until_empty(60)
-    assert h.ssc._web_ui is not None
-    assert h.ssc._web_ui._handle.sourceName() == f"dstream.{h.ssc._id}"
+    engine_of(h.ssc).bus.wait_until_empty(60)
+    assert engine_of(h.ssc).web_ui is not None
+    assert engine_of(h.ssc).web_ui._handle.sourceName() == f"dstream.{engine_of(h.ssc).id}"
     gauges = source_gauges(h.ssc)
     assert gauges is not None
     last = h.ssc.lastProgress
@@ -72,7 +73,7 @@ def test_the_metrics_source_reads_the_last_batch_and_goes_at_stop(harness: Any) 
     assert gauges["totalFailedBatches"] == 0 and gauges["executors.avoided"] == 0
     h.ssc.stop(stopSparkContext=False)
     assert source_gauges(h.ssc) is None
-    assert h.ssc._web_ui is not None and h.ssc._web_ui._handle.stopped()
+    assert engine_of(h.ssc).web_ui is not None and engine_of(h.ssc).web_ui._handle.stopped()
 
 
 def test_two_contexts_on_one_spark_context_do_not_clash(harness: Any) -> None:
@@ -84,8 +85,8 @@ def test_two_contexts_on_one_spark_context_do_not_clash(harness: Any) -> None:
     two.ssc.start()
     one.run_batches(1)
     two.run_batches(1)
-    one.ssc._bus.wait_until_empty(60)
-    two.ssc._bus.wait_until_empty(60)
+    engine_of(one.ssc).bus.wait_until_empty(60)
+    engine_of(two.ssc).bus.wait_until_empty(60)
     first, second = source_gauges(one.ssc), source_gauges(two.ssc)
     assert first is not None and second is not None
     assert (
@@ -95,9 +96,9 @@ def test_two_contexts_on_one_spark_context_do_not_clash(harness: Any) -> None:
         1,
         4,
     )
-    assert one.ssc._web_ui is not None and two.ssc._web_ui is not None
-    assert json.loads(one.ssc._web_ui._handle.batchJson(1000))["numInputRows"] == 1
-    assert json.loads(two.ssc._web_ui._handle.batchJson(1000))["numInputRows"] == 4
+    assert engine_of(one.ssc).web_ui is not None and engine_of(two.ssc).web_ui is not None
+    assert json.loads(engine_of(one.ssc).web_ui._handle.batchJson(1000))["numInputRows"] == 1
+    assert json.loads(engine_of(two.ssc).web_ui._handle.batchJson(1000))["numInputRows"] == 4
 
 
 def test_a_shim_built_before_the_tab_is_named_with_the_fix(
@@ -111,7 +112,7 @@ def test_a_shim_built_before_the_tab_is_named_with_the_fix(
         h.ssc.start()
     assert "has no Streaming tab: it was built before the tab was added" in caplog.text
     assert "Rebuild it with `make shim` and restart the driver" in caplog.text
-    assert h.ssc._web_ui is None
+    assert engine_of(h.ssc).web_ui is None
     h.run_batches(1)
     assert seen == [2]  # the program runs without the tab
 
@@ -129,5 +130,5 @@ def test_documents_of_another_format_are_refused_with_the_fix(
         f"the driver sends Streaming tab documents of format {version}, this shim reads "
         "format 1: rebuild the shim (make shim) and restart the driver"
     ) in caplog.text
-    assert h.ssc._web_ui is None
+    assert engine_of(h.ssc).web_ui is None
     h.run_batches(1)

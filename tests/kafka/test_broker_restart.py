@@ -11,6 +11,7 @@ from typing import Any
 
 from dstream import StreamingListener
 from dstream.kafka import createDirectStream
+from dstream.scheduler.engine import engine_of
 from dstream.testing.streams import BatchCollector
 from testbed.kafka import KafkaBroker
 from tests.kafka.conftest import Harness
@@ -81,7 +82,7 @@ def test_a_broker_restart_mid_run_loses_and_doubles_nothing(
         if sum(map(len, got.in_order())) >= len(sent):
             break
         h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     h.ssc.awaitTerminationOrTimeout(0)
     read = Counter(v for batch in got.in_order() for v in batch)
     assert read == Counter(sent)  # every record, each once

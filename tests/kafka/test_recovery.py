@@ -15,6 +15,7 @@ from typing import Any
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.kafka import createDirectStream
+from dstream.scheduler.engine import engine_of
 from testbed.kafka import KafkaBroker
 from tests.kafka.conftest import Writer, records
 
@@ -76,7 +77,7 @@ def test_a_restarted_driver_rereads_exactly_the_recorded_ranges(
         sent.append(writer.send(topic, records(f"i{i}", 30 + i)))
         clock.advance(B)
         assert first.wait_for_batch(Time(i * B), 120)
-    first._checkpointer.wait_idle(60)
+    engine_of(first).checkpointer.wait_idle(60)
     first.stop(stopSparkContext=False)
     CRASH["at_ms"] = None
     assert copy.is_dir(), "the crash snapshot was not taken"
@@ -91,7 +92,7 @@ def test_a_restarted_driver_rereads_exactly_the_recorded_ranges(
         sc,
         rebuildGraph=True,
     )
-    assert resumed._restored_from is not None
+    assert engine_of(resumed).restored_from is not None
     run(resumed, clock2, 5)
     resumed.stop(stopSparkContext=False)
 
@@ -153,7 +154,7 @@ def test_ranges_since_a_lagging_checkpoint_are_kept_for_a_restart(
     resumed = StreamingContext.getOrCreate(
         str(copy), lambda: counts(clock2, copy), sc, rebuildGraph=True
     )
-    assert resumed._restored_from is not None
+    assert engine_of(resumed).restored_from is not None
     run(resumed, clock2, 7)
     resumed.stop(stopSparkContext=False)
     totals = dict(eval(line) for line in lines(out / f"totals-{7 * B}"))
@@ -185,7 +186,7 @@ def test_latest_is_where_the_first_start_began_after_a_crash_before_the_first_in
 
     clock = ManualClock(3 * B + 200)
     resumed = StreamingContext.getOrCreate(str(ckpt), lambda: setup(clock), clock=clock)
-    assert resumed._restored_from is not None
+    assert engine_of(resumed).restored_from is not None
     run(resumed, clock, 4)
     resumed.stop(stopSparkContext=False)
     read = Counter(v for i in range(1, 5) for v in lines(out / f"values-{i * B}"))

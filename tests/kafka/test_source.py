@@ -13,6 +13,7 @@ import pytest
 
 from dstream import StreamingJobError, StreamingListener
 from dstream.kafka import createDirectBatchStream, createDirectStream
+from dstream.scheduler.engine import engine_of
 from dstream.testing.streams import BatchCollector
 from testbed.kafka import KafkaBroker
 from tests.kafka.conftest import Harness, Writer, records
@@ -68,7 +69,7 @@ def test_each_interval_reads_exactly_what_was_produced_before_it(
     for i in range(4):
         sent.append(writer.send(topic, records(f"interval{i}", 25 * i)))  # 0 in the first
         h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert [Counter(batch) for batch in got.in_order()] == [Counter(batch) for batch in sent]
     # Listeners see each interval's count and its offset ranges, which add up to it.
     for info, batch in zip(infos.batches, sent, strict=True):
@@ -133,7 +134,7 @@ def test_backpressure_spreads_a_backlog_at_the_learned_rate_and_reads_each_offse
     stream = createDirectStream(
         h.ssc, [topic], params(kafka_broker, **{"auto.offset.reset": "earliest"})
     )
-    source = h.ssc._graph.inputs[0]
+    source = engine_of(h.ssc).graph.inputs[0]
     got = BatchCollector(stream.map(_slow))
     infos = Infos()
     h.ssc.addStreamingListener(infos)
@@ -143,7 +144,7 @@ def test_backpressure_spreads_a_backlog_at_the_learned_rate_and_reads_each_offse
     while sum(len(b) for b in got.in_order()) < len(sent):
         caps.append(source._records_allowed())
         h.run_batches(1)
-        h.ssc._bus.wait_until_empty(30)
+        engine_of(h.ssc).bus.wait_until_empty(30)
         assert len(caps) < 60, f"the backlog is not read: {[len(b) for b in got.in_order()]}"
     counts = [len(b) for b in got.in_order()]
     assert counts[0] == 400  # 200 per partition, from the initial rate
@@ -275,7 +276,7 @@ def test_failOnDataLoss_false_skips_deleted_records_and_says_so(
     for future in admin.delete_records([TopicPartition(topic, 0, 25)]).values():
         future.result(30)
     h.run_batches(1)
-    h.ssc._bus.wait_until_empty(30)
+    engine_of(h.ssc).bus.wait_until_empty(30)
     assert sorted(got.in_order()[1]) == sorted(sent[25:])
     (info,) = infos.batches[1].streamIdToInputInfo().values()
     assert any("Skipped to 25" in note for note in info.metadata()["notes"])

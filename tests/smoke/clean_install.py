@@ -21,6 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from dstream.scheduler.engine import engine_of
+
 
 def main() -> int:
     import dstream
@@ -126,7 +128,7 @@ def main() -> int:
         clock.advance(1000)
     assert ssc.wait_for_batch(now + 4000, 180) and volatile.wait_for_batch(now + 4000, 180)
     volatile.stop(stopSparkContext=False)
-    ssc._checkpointer.wait_idle(60)
+    engine_of(ssc).checkpointer.wait_idle(60)
     counts = dict(Counter(w for line in lines for w in line.split()))
     assert dict(got["reduceByKey"][0]) == counts, got["reduceByKey"]
     assert dict(got["columnar"][0]) == counts and got["contains"][0] == [2]

@@ -62,21 +62,21 @@ def progress(ms: int, rows: int) -> dict[str, Any]:
 
 def feed_for(records: dict[int, dict[str, Any]]) -> tuple[StreamingTabFeed, Handle, Monitor, Any]:
     clock = ManualClock(500)
-    ssc = SimpleNamespace(
-        _clock=clock,
-        _id=3,
-        _job_group_prefix="dstream-app-3",
-        _batch_duration=Duration(1000),
-        sparkContext=SimpleNamespace(appName="app"),
-        lastProgress=None,
+    engine = SimpleNamespace(
+        clock=clock,
+        id=3,
+        job_group_prefix="dstream-app-3",
+        batch_duration=Duration(1000),
+        sc=SimpleNamespace(appName="app"),
+        progress=SimpleNamespace(last=None),
     )
     monitor = Monitor()
-    feed = StreamingTabFeed(ssc, monitor)  # type: ignore[arg-type]
+    feed = StreamingTabFeed(engine, monitor)  # type: ignore[arg-type]
     handle = Handle()
     feed._handle = handle
 
     def complete(ms: int) -> None:
-        ssc.lastProgress = records[ms]
+        engine.progress.last = records[ms]
         op = OutputOperationInfo(Time(ms), 0, "foreachRDD at app.py:3", 10, 15)
         info = BatchInfo(Time(ms), ms, ms + 1, ms + 6, {0: 2}, (op,))
         feed.onBatchCompleted(StreamingListenerBatchCompleted(info))
@@ -123,7 +123,7 @@ def test_stop_pushes_the_last_changes_and_marks_the_context_stopped() -> None:
     feed, handle, monitor, complete = feed_for({1000: progress(1000, 2)})
     complete(1000)
     monitor.intervals[1000] = IntervalTasks(tasks=1, executors={"driver"})
-    feed._ssc._clock.advance(4000)
+    feed._engine.clock.advance(4000)
     feed.stop()
     assert handle.pushes[-1][1][0]["tasks"]["tasks"] == 1
     assert handle.stopped is not None
@@ -139,7 +139,7 @@ def test_the_refresher_ends_quietly_when_the_spark_context_stopped_first() -> No
     def gone() -> str:
         raise AttributeError("'NoneType' object has no attribute 'sc'")  # as PySpark's
 
-    feed._ssc.sparkContext._jsc = None  # what SparkContext.stop() leaves
+    feed._engine.sc._jsc = None  # what SparkContext.stop() leaves
     feed._context_document = lambda **_: gone()  # type: ignore[method-assign]
     escaped: list[BaseException | None] = []
     hook = threading.excepthook

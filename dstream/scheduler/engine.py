@@ -1,0 +1,509 @@
+"""The running engine of one streaming program, behind the user's StreamingContext.
+
+:class:`dstream.context.StreamingContext` is the PySpark façade: where a program declares its
+streams, and what it starts, stops and waits for. Everything it starts is here, in one
+object per context:
+
+* the program: the :class:`~dstream.streams.graph.DStreamGraph`, which carries what every
+  stream needs (the SparkContext, the clock, the settings, the listener bus, the job group
+  and this engine's run-time services, :class:`~dstream.streams.graph.Runtime`);
+* start: the checks, the journal and its lease, the executor monitor and Streaming tab, the
+  coordinator, the checkpointer, backpressure and the elastic policy, the sources, and the
+  scheduler that generates one batch per interval;
+* the undo of a start that failed part-way, and the ordered stop;
+* what recovery restores into it (:mod:`dstream.scheduler.recovery` sets ``checkpoint_dir``,
+  ``journal`` and ``restored_from`` before ``start()``).
+
+Modules given a user's StreamingContext (recovery, replay, the shell) reach its engine with
+:func:`engine_of`; streams, sources, Kafka and the receiver reach what they need through
+their graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import shutil
+import tempfile
+import threading
+import time as _time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from dstream import shutdown
+from dstream.errors import ContextStateError, StreamingJobError
+from dstream.functions import check_picklable
+from dstream.listener import ListenerBus, StreamingListenerStreamingStarted
+from dstream.scheduler.checkpointer import Checkpointer
+from dstream.scheduler.coordinator import BatchCoordinator
+from dstream.scheduler.elastic import ElasticController
+from dstream.scheduler.events import CheckpointFailed, CheckpointWritten
+from dstream.scheduler.monitor import (
+    ExecutorMonitor,
+    SparkExecutorControl,
+    supports_executor_control,
+)
+from dstream.scheduler.progress import ProgressTracker
+from dstream.scheduler.scheduler import JobScheduler
+from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
+from dstream.scheduler.webui import attach_web_ui
+from dstream.settings import StreamingSettings
+from dstream.sparkconf import conf_flag, conf_number
+from dstream.storage.filesystem import filesystem_for, join
+from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
+from dstream.storage.ownership import claim
+from dstream.streams.copartitioned import SectionMarks
+from dstream.streams.graph import DStreamGraph, graph_of
+from dstream.time import Duration, Time
+from dstream.versions import probe_executors
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+    from dstream.clock import Clock
+    from dstream.scheduler.webui import StreamingTabFeed
+    from dstream.storage.journal import JournalRecord
+    from dstream.storage.ownership import Lease
+
+__all__ = ["Engine", "engine_of"]
+
+log = logging.getLogger(__name__)
+
+_ids = itertools.count()
+
+
+def engine_of(context: object) -> Engine:
+    """The engine behind a user's StreamingContext (recovery, replay, the shell)."""
+    return cast(Engine, graph_of(context).runtime)
+
+
+class Engine:
+    """One streaming program's engine: its graph, listener bus and everything ``start()``
+    starts. ``context`` is the user's StreamingContext (saved by reference with the program,
+    returned by ``stream.context()``)."""
+
+    def __init__(
+        self,
+        context: object,
+        sc: SparkContext,
+        batch_duration: Duration,
+        clock: Clock,
+        settings: StreamingSettings,
+        checkpoint_dir: str | None,
+    ) -> None:
+        self.sc = sc
+        self.batch_duration = batch_duration
+        self.clock = clock
+        self.settings = settings
+        self.id = next(_ids)
+        # Spark job groups of this program's jobs start with this.
+        self.job_group_prefix = f"dstream-{sc.applicationId}-{self.id}"
+        self.bus = ListenerBus()
+        self.graph = DStreamGraph(
+            batch_duration,
+            context=context,
+            sc=sc,
+            clock=clock,
+            settings=settings,
+            bus=self.bus,
+            job_group_prefix=self.job_group_prefix,
+            runtime=self,
+        )
+        self.state = "initialized"
+        self._state_lock = threading.Condition()
+        self._error: StreamingJobError | None = None
+        self.checkpoint_dir = checkpoint_dir
+        # Set by recovery before start(): the journal getOrCreate() read and its newest record.
+        self.journal: MetadataJournal | None = None
+        self.restored_from: JournalRecord | None = None
+        self.scheduler: JobScheduler | None = None
+        self.monitor: ExecutorMonitor | None = None
+        self.web_ui: StreamingTabFeed | None = None  # the Spark UI's Streaming tab, metrics
+        self.checkpointer: Checkpointer | None = None
+        self.coordinator: BatchCoordinator | None = None
+        # This driver's lease on the checkpoint directory (see dstream.storage.ownership).
+        self.lease: Lease | None = None
+        self._temp_storage: str | None = None
+        self._section_marks: SectionMarks | None = None
+        self.progress = ProgressTracker(self)
+        self.bus.add(self.progress)
+
+    # ---- what the streams ask of the running engine (dstream.streams.graph.Runtime) ---------
+    def check_can_add(self, what: str) -> None:
+        if self.state != "initialized":
+            raise ContextStateError(
+                f"cannot add {what}() to a StreamingContext that is {self.state}; declare "
+                "every stream and output operation before ssc.start()"
+            )
+
+    @property
+    def marks(self) -> SectionMarks:
+        """Cached one-mark-per-partition RDDs for sectioned unions of keyed state."""
+        if self._section_marks is None:
+            self._section_marks = SectionMarks(self.sc)
+        return self._section_marks
+
+    def completed_time(self) -> Time | None:
+        """The newest interval live queries read (see JobScheduler.visible)."""
+        return None if self.scheduler is None else self.scheduler.visible
+
+    # ---- before start ------------------------------------------------------------------------
+    def use_checkpoint_dir(self, directory: str) -> None:
+        """Bind this program to ``directory``, creating it (and its parents) if missing."""
+        try:
+            filesystem_for(directory, self.sc).mkdirs(directory)
+        except OSError as exc:
+            raise CheckpointDirectoryError(
+                f"checkpoint directory {directory} cannot be created: {exc}; choose a "
+                "directory this program's user can write"
+            ) from exc
+        self.checkpoint_dir = directory
+
+    # ---- start -------------------------------------------------------------------------------
+    def start(self, on_active: Callable[[], None]) -> None:
+        """Check the program and start generating one batch per interval; ``on_active`` runs
+        once the engine is active (under the state lock, so a concurrent stop sees it)."""
+        with self._state_lock:
+            if self.state == "active":
+                raise ContextStateError(
+                    "start() was called on a StreamingContext that is already running; "
+                    "call start() once"
+                )
+            if self.state in ("stopping", "stopped"):
+                raise ContextStateError(
+                    "start() was called on a stopped StreamingContext; it cannot be restarted — "
+                    "create a new StreamingContext and define the streams again"
+                )
+            graph = self.graph
+            graph.validate()
+            # A misspelt spark.streaming.stopGracefullyOnShutdown fails here, not at exit.
+            shutdown.graceful_on_shutdown(
+                self.sc.getConf().get(shutdown.STOP_GRACEFULLY_ON_SHUTDOWN)
+            )
+            check_picklable(graph.user_functions())
+            probe_executors(self.sc)  # executors elsewhere run the driver's dstream
+            self._check_max_history()
+            if any(s._needs_storage for s in graph.streams):
+                root = self._storage_root()
+                for stream in graph.streams:
+                    stream._prepare_storage(root)
+            now = self.clock.now()
+            if self.restored_from is not None:
+                zero, first = resume_time(self.restored_from)
+            else:
+                first = now.floor(self.batch_duration) + self.batch_duration
+                zero = first - self.batch_duration
+            try:
+                self._start_parts(now, zero, first)
+            except BaseException:
+                self._undo_start()
+                raise
+            self.state = "active"
+            on_active()
+
+    def _start_parts(self, now: Time, zero: Time, first: Time) -> None:
+        """start()'s work once the program is checked: the journal and its lease, the
+        executor monitor and Streaming tab, the coordinator, checkpointer, listener bus,
+        sources and scheduler, which generates ``first`` and every interval after it."""
+        graph = self.graph
+        graph.start(zero)
+        journal = self._open_journal() if self.checkpoint_dir is not None else None
+        if journal is not None:
+            self._give_rdds_the_checkpoint_dir()
+        self.lease = None if journal is None else claim(journal.fs, journal.directory)
+        self.monitor = self._start_monitor()
+        self.web_ui = attach_web_ui(self, self.monitor)
+        self.coordinator = BatchCoordinator(graph, journal, self.lease, self.monitor)
+        scheduler = JobScheduler(
+            graph,
+            self.sc,
+            clock=self.clock,
+            settings=self.settings,
+            bus=self.bus,
+            on_error=self._report_error,
+            group_prefix=self.job_group_prefix,
+            hooks=self.coordinator,
+            failed_before=failed_before(self.restored_from),
+            lease=self.lease,
+        )
+        if any(s._is_state for s in graph.streams):
+            self.checkpointer = Checkpointer(
+                self.sc,
+                self.job_group_prefix,
+                lambda stream, time, s: scheduler.post(CheckpointWritten(stream, time, s)),
+                lambda stream, time, e, n: scheduler.post(CheckpointFailed(stream, time, e, n)),
+                retries=self.settings.checkpoint_retries,
+            )
+            self.checkpointer.start()
+        self._start_elastic()
+        self.bus.start()
+        self.bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
+        for source in graph.inputs:
+            source._start()
+        if self.restored_from is None:
+            self.coordinator.program_started()
+        self.scheduler = scheduler
+        scheduler.start(first)
+
+    def _undo_start(self) -> None:
+        """A start() that failed part-way (a receiver's port taken, a lease refused...) stops
+        what it had started (threads, sources, the Streaming tab) and leaves the context
+        stopped: the error is the user's to fix, in a new StreamingContext."""
+        parts: list[tuple[str, Callable[[], object]]] = []
+        if self.scheduler is not None:
+            scheduler = self.scheduler
+            parts.append(("scheduler", lambda: scheduler.stop(graceful=False)))
+        if self.checkpointer is not None:
+            checkpointer = self.checkpointer
+            parts.append(("checkpointer", lambda: checkpointer.stop(graceful=False)))
+        parts += [(f"input {s._id}", s._stop) for s in self.graph.inputs]
+        if self.monitor is not None:
+            parts.append(("executor monitor", self.monitor.stop))
+        lease, coordinator = self.lease, self.coordinator
+        fresh = self.restored_from is None
+        if lease is not None and fresh and (coordinator is None or not coordinator.records_written):
+            parts.append(("lease of a program never recorded", lease.release))
+        parts.append(("listener bus", self.bus.stop))
+        if self.web_ui is not None:
+            parts.append(("Streaming tab", self.web_ui.stop))
+        for what, stop in parts:
+            try:
+                stop()
+            except Exception:
+                log.debug("stopping the %s after a failed start()", what, exc_info=True)
+        self._remove_temp_storage()
+        self.state = "stopped"
+
+    def _give_rdds_the_checkpoint_dir(self) -> None:
+        """As Spark's ``checkpoint()``: RDDs the program checkpoints itself (``rdd.checkpoint()``
+        in ``foreachRDD`` or ``transform``) are written under the checkpoint directory, in
+        ``rdd-checkpoints/`` — unless the SparkContext has a checkpoint directory already
+        (the program's own choice, or another running context's), which is kept."""
+        assert self.checkpoint_dir is not None
+        if self.sc.getCheckpointDir() is None:
+            self.sc.setCheckpointDir(join(self.checkpoint_dir, "rdd-checkpoints"))
+
+    def _start_monitor(self) -> ExecutorMonitor | None:
+        """The JVM shim's task events, read by the executor monitor (per-interval task
+        statistics, stragglers, executor avoidance)."""
+        policy = self.settings.executor_avoidance
+        controls = [
+            name
+            for name, value in (
+                ("executor_avoidance", policy),
+                ("elastic", self.settings.elastic),
+            )
+            if value is not None
+        ]
+        if self.settings.elastic is not None and conf_flag(
+            self.sc.getConf(), "spark.dynamicAllocation.enabled"
+        ):
+            raise ValueError(
+                "settings.elastic decides the executors, and so does Spark's dynamic "
+                "allocation (spark.dynamicAllocation.enabled=true): two controllers would "
+                "undo each other; set spark.dynamicAllocation.enabled=false, or elastic=None "
+                "(Spark then decides, and stream.rescale(n) still changes a state's partitions)"
+            )
+        for name in controls:
+            if not supports_executor_control(self.sc.master or ""):
+                raise ValueError(
+                    f"settings.{name} needs executors in JVMs of their own, but the "
+                    f"master is {self.sc.master!r} (tasks run inside the driver); use "
+                    f"local-cluster[N,cores,MB] or a cluster, or set {name}=None"
+                )
+        try:
+            feed = TaskEventFeed.attach(self.sc)
+        except ShimMissingError as exc:
+            if controls:
+                raise ShimMissingError(exc.path, needed_by=f"settings.{controls[0]}") from None
+            log.warning(
+                "%s. Running without per-interval task statistics and straggler tracking, "
+                "and without the Spark UI's Streaming tab and dstream's metrics.",
+                exc,
+            )
+            return None
+        monitor = ExecutorMonitor(
+            feed,
+            self.job_group_prefix,
+            policy=policy,
+            control=SparkExecutorControl(self.sc) if controls else None,
+        )
+        monitor.start()
+        return monitor
+
+    def _start_elastic(self) -> None:
+        """Backpressure and the elastic policy (dstream.scheduler.elastic), a listener on
+        completed intervals; pyspark.streaming's spark.streaming.backpressure.* settings
+        turn backpressure on too."""
+        conf = self.sc.getConf()
+        backpressure = self.settings.backpressure or conf_flag(
+            conf, "spark.streaming.backpressure.enabled"
+        )
+        if not backpressure and self.settings.elastic is None:
+            return
+        min_rate = conf_number(conf, "spark.streaming.backpressure.pid.minRate", 100.0)
+        if backpressure and conf.get("spark.streaming.backpressure.initialRate") is not None:
+            initial = conf_number(conf, "spark.streaming.backpressure.initialRate", 1.0)
+            for source in self.graph.inputs:
+                source._set_rate_limit(initial)
+        controller = ElasticController(
+            self.graph,
+            self.monitor,
+            self.settings.elastic,
+            backpressure=backpressure,
+            min_rate=min_rate,
+            checkpointer=self.checkpointer,
+        )
+        # First: progress records show the rate and the step of their own interval.
+        self.bus.add(controller, first=True)
+
+    def _check_max_history(self) -> None:
+        limit = self.settings.max_history
+        if limit is None:
+            return
+        for stream in self.graph.streams:
+            needed = stream._history_needed()
+            if needed is not None and limit <= needed[0]:
+                raise ValueError(
+                    f"settings.max_history {limit} must be longer than the {needed[1]} "
+                    f"{needed[0]} of {stream._label}: the input since its last checkpoint, or "
+                    "its window, must still be there to be recomputed; raise max_history or "
+                    "shorten that interval"
+                )
+
+    def _open_journal(self) -> MetadataJournal:
+        """The journal of this program's checkpoint directory: the one getOrCreate() read,
+        or a new one, which must not hold another program's records."""
+        assert self.checkpoint_dir is not None
+        journal = self.journal
+        if journal is None:
+            fs = filesystem_for(self.checkpoint_dir, self.sc)
+            journal = MetadataJournal(fs, self.checkpoint_dir)
+            journal.check_directory(create=True)
+            if journal.read_latest() is not None:
+                raise CheckpointDirectoryError(
+                    f"checkpoint directory {self.checkpoint_dir} already holds the metadata "
+                    "of a streaming program; resume it with StreamingContext.getOrCreate("
+                    f"{self.checkpoint_dir!r}, setup), or choose a new directory"
+                )
+        journal.delete_stale_temporaries()
+        self.journal = journal
+        return journal
+
+    def _storage_root(self) -> str:
+        """Where streams keep their own files: the checkpoint directory, or, when none is set
+        and every executor shares this machine's file system (local masters), a temporary
+        directory removed at stop()."""
+        if self.checkpoint_dir is not None:
+            return self.checkpoint_dir
+        master = self.sc.master or ""
+        if not master.startswith("local"):
+            raise ValueError(
+                f"track() keeps state snapshots that every executor reads, and master {master!r} "
+                "runs executors on other machines; call ssc.checkpoint(directory) with a "
+                "directory they all reach before start()"
+            )
+        if self._temp_storage is None:
+            self._temp_storage = tempfile.mkdtemp(prefix="dstream-state-")
+        return self._temp_storage
+
+    def _remove_temp_storage(self) -> None:
+        if self._temp_storage is not None:
+            shutil.rmtree(self._temp_storage, ignore_errors=True)
+            self._temp_storage = None
+
+    def _report_error(self, error: StreamingJobError) -> None:
+        with self._state_lock:
+            self._error = error
+            self._state_lock.notify_all()
+
+    # ---- stop and wait -----------------------------------------------------------------------
+    def stop(self, stop_spark_context: bool, graceful: bool) -> None:
+        """The ordered stop (see StreamingContext.stop): scheduler, checkpointer, sources,
+        monitor, listener bus, Streaming tab; then the SparkContext, or what the program
+        cached in it. A call made while another is stopping waits for it to finish."""
+        with self._state_lock:
+            was = self.state
+            if was == "stopping":
+                self._state_lock.wait_for(lambda: self.state == "stopped")
+                return
+            self.state = "stopping" if was == "active" else "stopped"
+        if was == "active":
+            assert self.scheduler is not None
+            self.scheduler.stop(graceful=graceful)
+            if self.checkpointer is not None:
+                self.checkpointer.stop(graceful=graceful)
+            for source in self.graph.inputs:
+                source._stop()
+            if self.monitor is not None:
+                self.monitor.stop()
+            self.bus.stop()
+            if self.web_ui is not None:
+                self.web_ui.stop()
+        self._remove_temp_storage()
+        if stop_spark_context and was != "stopped":
+            self.sc.stop()
+        elif was == "active":
+            self.graph.release()
+            if self._section_marks is not None:
+                self._section_marks.release()
+        with self._state_lock:
+            self.state = "stopped"  # awaitTermination returns once everything has stopped
+            self._state_lock.notify_all()
+
+    def await_termination(self, timeout: float | None) -> bool:
+        """Wait until stopped (True) or ``timeout`` seconds pass (False); raise the error of
+        a failed batch."""
+        deadline = None if timeout is None else _time.monotonic() + timeout
+        with self._state_lock:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                if self.state == "stopped":
+                    return True
+                remaining = None if deadline is None else deadline - _time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._state_lock.wait(remaining)
+
+    def wait_for_batch(self, time: Time, timeout_s: float | None) -> bool:
+        """See StreamingContext.wait_for_batch."""
+        if self.scheduler is None:
+            raise ContextStateError("wait_for_batch() before start(): no batch will run")
+        if self.scheduler.wait_for_batch(time, timeout_s):
+            return True
+        halted = self.scheduler.halted
+        if halted is not None:
+            raise halted
+        return False
+
+    def monitor_or_raise(self) -> ExecutorMonitor:
+        if self.monitor is None:
+            raise ContextStateError(
+                "the executor monitor runs once the context is started with the JVM shim "
+                "built (`make shim`)"
+            )
+        return self.monitor
+
+
+def failed_before(record: JournalRecord | None) -> tuple[Time, ...]:
+    """The intervals a restored program's journal recorded as failed (kept on record, and
+    reported once at restart)."""
+    if record is None or not record.failed_ms:
+        return ()
+    log.warning(
+        "%d intervals failed before the restart and were not run again "
+        "(on_failed_interval='continue'): %s",
+        len(record.failed_ms),
+        ", ".join(str(Time(ms)) for ms in record.failed_ms[-10:]),
+    )
+    return tuple(Time(ms) for ms in record.failed_ms)
+
+
+def resume_time(record: JournalRecord) -> tuple[Time, Time]:
+    """(zero time, first interval to run) of a restored program."""
+    batch = Duration(record.batch_ms)
+    zero = Time(record.zero_ms)
+    done = record.completed_ms
+    first = (Time(done) if done is not None else zero) + batch
+    return zero, first
