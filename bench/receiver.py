@@ -111,7 +111,7 @@ def run(
 
     stream.foreachRDD(output)
     ssc.start()
-    if on_executors and not stream._wait_for_receivers(1, 120):
+    if on_executors and not stream._node._wait_for_receivers(1, 120):
         raise RuntimeError("the receiver did not start on an executor within 120 s")
     stop = threading.Event()
     result: list[Any] = []

@@ -232,7 +232,7 @@ def start_dstream_engine(
             info = batchCompleted.batchInfo()
             t = info.batchTime()
             if ours:
-                paths = list(lines._batch_files.get(t, []))
+                paths = list(lines._node._batch_files.get(t, []))
             else:  # FileInputDStream reports its files as the input's description
                 paths = [
                     p

@@ -16,13 +16,29 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from dstream import shutdown
+from dstream.api.columnar import BatchStream
 from dstream.clock import Clock, default_clock
+from dstream.dstream import DStream, handle_for
 from dstream.functions import UserFunction, call_site, check_callable
 from dstream.functions import positional_arity as _arity
 from dstream.jvm import resolve_hot_classes
 from dstream.listener import StreamingListener
 from dstream.scheduler.engine import Engine
+from dstream.scheduler.recovery import recover, set_up
+from dstream.scheduler.replay import replay
 from dstream.settings import StreamingSettings
+from dstream.sources.files import (
+    FileInputDStream,
+    binary_records_reader,
+    check_directory,
+    text_batches_reader,
+)
+from dstream.sources.queue import QueueInputDStream
+from dstream.sources.rate import RateInputDStream
+from dstream.sources.socket import SocketInputDStream
+from dstream.storage.taskfs import task_files_for
+from dstream.streams.base import DStreamCore
+from dstream.streams.transformed import TransformedDStream, UnionDStream
 from dstream.time import Time, to_duration
 from dstream.versions import check_pyspark, default_workers_python
 
@@ -30,7 +46,6 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
     from dstream.api.columnar import BatchStream
-    from dstream.dstream import DStream
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.scheduler.replay import ReplayReport
 
@@ -49,6 +64,16 @@ def programs_checkpoint(directory: str) -> None:
 
 # Started and not yet stopped, oldest first (StreamingContext.getActive).
 _running: weakref.WeakValueDictionary[int, StreamingContext] = weakref.WeakValueDictionary()
+
+
+def _nodes_of(dstreams: Iterable[object], what: str) -> list[DStreamCore[Any]]:
+    """The graph nodes behind the user's streams given to ``what``."""
+    nodes = []
+    for stream in dstreams:
+        if not isinstance(stream, DStream):
+            raise TypeError(f"{what}() takes DStreams, got {type(stream).__name__} {stream!r}")
+        nodes.append(stream._node)
+    return nodes
 
 
 class StreamingContext:
@@ -118,30 +143,25 @@ class StreamingContext:
     ) -> DStream[Any]:
         """A stream of the given RDDs (or lists): one per interval, or all of them in the first
         interval when ``oneAtATime`` is False; then ``default`` (or empty) every interval."""
-        from dstream.sources.queue import QueueInputDStream
 
         self._check_can_add("queueStream")
         if isinstance(rdds, str | bytes) or not isinstance(rdds, Iterable):
             raise TypeError(
                 f"queueStream() takes a list of RDDs or of lists, got {type(rdds).__name__}"
             )
-        return QueueInputDStream(self._engine.graph, rdds, bool(oneAtATime), default)
+        return handle_for(QueueInputDStream(self._engine.graph, rdds, bool(oneAtATime), default))
 
     def textFileStream(self, directory: str) -> DStream[str]:
         """Lines of the files that appear in ``directory`` (local path or Hadoop URI such as
         ``hdfs://``). Write files elsewhere, or under a hidden name, and rename them in."""
-        from dstream.sources.files import FileInputDStream
 
         self._check_can_add("textFileStream")
-        return FileInputDStream(self._engine.graph, directory)
+        return handle_for(FileInputDStream(self._engine.graph, directory))
 
     def textBatchStream(self, directory: str) -> BatchStream:
         """The lines of ``textFileStream(directory)`` (the same files, the same lines), read
         by each task in its Python worker into Arrow string arrays: the columnar fast path.
         See :class:`dstream.api.columnar.BatchStream` for its operators."""
-        from dstream.api.columnar import BatchStream
-        from dstream.sources.files import FileInputDStream, check_directory, text_batches_reader
-        from dstream.storage.taskfs import task_files_for
 
         self._check_can_add("textBatchStream")
         check_directory(directory, "textBatchStream")
@@ -153,7 +173,7 @@ class StreamingContext:
             name="textBatchStream",
             batches=True,
         )
-        return BatchStream(source)
+        return BatchStream(handle_for(source))
 
     def fileStream(
         self,
@@ -164,40 +184,41 @@ class StreamingContext:
         """Like ``textFileStream``, with a path filter (``filterFunc(path) -> bool``, run on
         the driver) and the choice to also read files present at start
         (``newFilesOnly=False``)."""
-        from dstream.sources.files import FileInputDStream
 
         self._check_can_add("fileStream")
         if filterFunc is not None:
             check_callable(filterFunc, "fileStream", "filterFunc")
-        return FileInputDStream(
-            self._engine.graph,
-            directory,
-            path_filter=filterFunc,
-            new_files_only=newFilesOnly,
-            name="fileStream",
+        return handle_for(
+            FileInputDStream(
+                self._engine.graph,
+                directory,
+                path_filter=filterFunc,
+                new_files_only=newFilesOnly,
+                name="fileStream",
+            )
         )
 
     def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
         """Fixed-length binary records of the new files in ``directory``."""
-        from dstream.sources.files import FileInputDStream, binary_records_reader
 
         self._check_can_add("binaryRecordsStream")
         if isinstance(recordLength, bool) or not isinstance(recordLength, int) or recordLength < 1:
             raise ValueError(f"binaryRecordsStream() recordLength {recordLength!r} must be >= 1")
-        return FileInputDStream(
-            self._engine.graph,
-            directory,
-            reader=binary_records_reader(recordLength),
-            name="binaryRecordsStream",
+        return handle_for(
+            FileInputDStream(
+                self._engine.graph,
+                directory,
+                reader=binary_records_reader(recordLength),
+                name="binaryRecordsStream",
+            )
         )
 
     def socketTextStream(self, hostname: str, port: int, storageLevel: Any = None) -> DStream[str]:
         """Lines from a TCP server, read by a receiver thread on the driver (not durable)."""
-        from dstream.sources.socket import SocketInputDStream
 
         del storageLevel  # received lines live in the driver until their interval is cut
         self._check_can_add("socketTextStream")
-        return SocketInputDStream(self._engine.graph, hostname, port)
+        return handle_for(SocketInputDStream(self._engine.graph, hostname, port))
 
     def rateStream(
         self,
@@ -208,37 +229,35 @@ class StreamingContext:
     ) -> DStream[str]:
         """Deterministic text records generated on the executors: ``recordsPerSecond``
         lines of ``recordBytes`` bytes, words from a fixed Zipf-distributed vocabulary."""
-        from dstream.sources.rate import RateInputDStream
 
         self._check_can_add("rateStream")
         parts = numPartitions if numPartitions is not None else self._sc.defaultParallelism
-        return RateInputDStream(
-            self._engine.graph,
-            recordsPerSecond,
-            num_partitions=parts,
-            seed=seed,
-            record_bytes=recordBytes,
+        return handle_for(
+            RateInputDStream(
+                self._engine.graph,
+                recordsPerSecond,
+                num_partitions=parts,
+                seed=seed,
+                record_bytes=recordBytes,
+            )
         )
 
     # ---- combining streams -------------------------------------------------------------------
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
         """The records of all the given streams, interval by interval."""
-        from dstream.streams.transformed import UnionDStream
-
         self._check_can_add("union")
         if not dstreams:
             raise ValueError("union() needs at least one stream; pass the streams to combine")
-        if len(dstreams) == 1:
+        nodes = _nodes_of(dstreams, "union")
+        if len(nodes) == 1:
             return dstreams[0]
-        return UnionDStream(list(dstreams))
+        return handle_for(UnionDStream(nodes))
 
     def transform(
         self, dstreams: list[DStream[Any]], transformFunc: Callable[..., RDD[Any]]
     ) -> DStream[Any]:
         """A stream whose RDD is ``transformFunc(rdds)`` or ``transformFunc(time, rdds)`` over
         the RDDs of ``dstreams`` of each interval (runs on the driver)."""
-        from dstream.streams.transformed import TransformedDStream
-
         self._check_can_add("transform")
         if not dstreams:
             raise ValueError("transform() needs at least one stream")
@@ -247,8 +266,11 @@ class StreamingContext:
         fn: Callable[[Time, list[RDD[Any]]], RDD[Any]] = (
             transformFunc if _arity(transformFunc) == 2 else lambda _t, rdds: transformFunc(rdds)
         )
-        return TransformedDStream(
-            list(dstreams), fn, name="transform", user_functions=[uf], driver_function=True
+        nodes = _nodes_of(dstreams, "transform")
+        return handle_for(
+            TransformedDStream(
+                nodes, fn, name="transform", user_functions=[uf], driver_function=True
+            )
         )
 
     # ---- settings ----------------------------------------------------------------------------
@@ -323,8 +345,6 @@ class StreamingContext:
         """
         from pyspark import SparkContext
 
-        from dstream.scheduler.recovery import recover
-
         check_callable(setupFunc, "getOrCreate", "setupFunc")
         return recover(
             checkpointPath,
@@ -333,6 +353,9 @@ class StreamingContext:
             rebuild_graph=rebuildGraph,
             clock=clock,
             settings=settings,
+            new_context=lambda sc, batch, clock, settings: cls(
+                sc, batch, clock=clock, settings=settings
+            ),
         )
 
     @classmethod
@@ -350,7 +373,6 @@ class StreamingContext:
         goes to the interval its modification time falls in, and outputs are committed as
         live: the same files give the same outputs, interval by interval. The program is the
         live one, unchanged; it must not give its StreamingContext a clock of its own."""
-        from dstream.scheduler.replay import replay
 
         check_callable(setupFunc, "replay", "setupFunc")
         return replay(setupFunc, begin, end, speed)
@@ -362,7 +384,6 @@ class StreamingContext:
         """The running StreamingContext (started and not stopped) if there is one; otherwise
         ``getOrCreate(checkpointPath, setupFunc)``, or ``setupFunc()`` when ``checkpointPath``
         is None (as PySpark's)."""
-        from dstream.scheduler.recovery import set_up
 
         check_callable(setupFunc, "getActiveOrCreate", "setupFunc")
         active = cls.getActive()

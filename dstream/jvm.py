@@ -18,9 +18,13 @@ simple name (the earlier remedy) still cost one failed lookup in the default pac
 from __future__ import annotations
 
 import threading
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 from py4j.java_gateway import JavaClass, JavaPackage
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 # The classes PySpark names for every Python RDD, pair RDD and string conversion
 # (pyspark/core/rdd.py): by simple name (from its wildcard import of
@@ -78,3 +82,97 @@ def resolve_hot_classes(sc: Any) -> None:
                 holder = holder.__dict__[package]
             holder.__dict__[name] = JavaClass(qualified, client)
         _resolved.add(id(gateway))
+
+
+# ---- the JVM shim's jar and its classes ----------------------------------------------------
+#: The jar, as package data (``jvm-shim/build.sh`` puts it there; a wheel ships it).
+SHIM_JAR: Final[Path] = Path(__file__).resolve().parent / "jars" / "dstream-shim.jar"
+RECORDER_CLASS: Final = "io.dstream.shim.EventRecorder"
+
+
+class ShimMissingError(RuntimeError):
+    """The shim jar is needed but has not been built."""
+
+    def __init__(self, path: Path, needed_by: str | None = None) -> None:
+        why = f" ({needed_by} needs it)" if needed_by else ""
+        super().__init__(
+            f"dstream JVM shim jar not found at {path}{why}. In a source checkout build it "
+            "with `make shim` (or `bash jvm-shim/build.sh`); an installed dstream ships it in "
+            "its wheel unless the wheel was built without a JDK: reinstall from a wheel built "
+            "with Java 17+"
+        )
+        self.path = path
+
+
+_loader_lock = threading.Lock()
+_loaded: dict[str, tuple[Any, Any]] = {}  # resolved jar path -> (gateway, recorder Class)
+
+
+def _class_on_classpath(sc: SparkContext) -> bool:
+    """Whether the driver can already load the recorder (spark.jars, extraClassPath, ...)."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = sc._jvm
+    assert jvm is not None
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        jvm.java.lang.Class.forName(RECORDER_CLASS, False, loader)
+    except Py4JJavaError as exc:
+        if "ClassNotFoundException" in str(exc.java_exception.getClass().getName()):
+            return False
+        raise
+    return True
+
+
+def _recorder_class_from_jar(sc: SparkContext, jar: Path) -> Any:
+    gateway = sc._gateway
+    jvm = sc._jvm
+    assert gateway is not None and jvm is not None
+    key = str(jar.resolve())
+    with _loader_lock:
+        cached = _loaded.get(key)
+        if cached is not None and cached[0] is gateway:
+            return cached[1]
+        urls = gateway.new_array(jvm.java.net.URL, 1)
+        urls[0] = jvm.java.io.File(key).toURI().toURL()
+        parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader = jvm.java.net.URLClassLoader(urls, parent)
+        cls = loader.loadClass(RECORDER_CLASS)
+        _loaded[key] = (gateway, cls)
+        return cls
+
+
+def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
+    """The ``java.lang.Class`` ``name`` of the shim: from the driver's classpath when the shim
+    is there, otherwise from ``jar`` (default :data:`SHIM_JAR`) through the one class loader per
+    jar that :meth:`TaskEventFeed.attach` uses too (so static state is shared).
+
+    Raises ShimMissingError if the shim is not on the classpath and the jar does not exist,
+    and Py4JJavaError (ClassNotFoundException) if that shim has no class ``name``.
+    """
+    jvm = sc._jvm
+    assert jvm is not None
+    if _class_on_classpath(sc):
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        return jvm.java.lang.Class.forName(name, True, loader)
+    path = SHIM_JAR if jar is None else Path(jar)
+    if not path.is_file():
+        raise ShimMissingError(path)
+    return _recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
+
+
+def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any]) -> Any:
+    """Calls the static ``method`` of the Java class ``cls`` (from :func:`shim_class`) with
+    ``args``, each given as (Java parameter type name, value), through reflection (Py4J's
+    ``jvm.`` lookup does not see classes of the shim's own class loader). An exception thrown
+    by the method is raised as Py4JJavaError of its InvocationTargetException."""
+    gateway = sc._gateway
+    jvm = sc._jvm
+    assert gateway is not None and jvm is not None
+    loader = cls.getClassLoader()
+    types = gateway.new_array(jvm.java.lang.Class, len(args))
+    values = gateway.new_array(jvm.java.lang.Object, len(args))
+    for i, (type_name, value) in enumerate(args):
+        types[i] = loader.loadClass(type_name)
+        values[i] = value
+    return cls.getMethod(method, types).invoke(None, values)

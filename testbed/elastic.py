@@ -86,7 +86,7 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
         .updateStateByKey(_add, numPartitions=args.state_partitions)
     )
     totals.checkpoint(Duration(args.checkpoint_every * b))
-    state: Any = totals  # the state stream (its partition schedule)
+    state: Any = totals._node  # the state stream (its partition schedule)
     outputs: dict[int, dict[str, int]] = {}
     partitions: dict[int, int] = {}
     totals.foreachRDD(lambda t, rdd: outputs.__setitem__(t.ms // b, dict(rdd.collect())))

@@ -86,13 +86,14 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     stream = createStream(
         ssc, SECRET, port=free_port() if on_executors else 0, placement=args.placement
     )
-    assert isinstance(stream, ReceiverInputDStream)  # its internals tell which block is where
+    node = stream._node
+    assert isinstance(node, ReceiverInputDStream)  # its internals tell which block is where
     values: dict[int, list[str]] = {}
     blocks: dict[int, list[int]] = {}  # interval -> the seqs of the blocks it read
 
     def output(t: Time, rdd: Any) -> None:
         values[t.ms] = rdd.collect()
-        blocks[t.ms] = [b["seq"] for b in stream._input_metadata(t)["blocks"]]
+        blocks[t.ms] = [b["seq"] for b in node._input_metadata(t)["blocks"]]
 
     stream.foreachRDD(output)
     killed: list[str] = []
@@ -100,9 +101,9 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     ssc.start()
     receivers_before: dict[int, Any] = {}
     if on_executors:  # clients connect once the receiver listens on its executor
-        if not stream._wait_for_receivers(1, 120):
+        if not node._wait_for_receivers(1, 120):
             raise RuntimeError("the receiver did not start on an executor within 120 s")
-        receivers_before = stream._receivers()
+        receivers_before = node._receivers()
     sent, failed = list[str](), list[str]()
     release = threading.Event()  # the client's second part, sent from just before the kill
     if which == "none":
@@ -137,25 +138,25 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
             pause.wait(0.3)  # records arrive between intervals (real time)
             if interval + 1 == args.at and which != "none":
                 release.set()
-                if not stream._wait_for_pending(1, 120):
+                if not node._wait_for_pending(1, 120):
                     raise RuntimeError(
                         "no block arrived before the kill in 120 s: "
                         + json.dumps(
                             {
                                 "sent": len(sent),
                                 "client_errors": failed,
-                                "stored_blocks": len(stream._known),
+                                "stored_blocks": len(node._known),
                                 "records_per_interval": {t: len(v) for t, v in values.items()},
-                                "refusals": stream._refusals,
-                                "receivers": {i: r[0] for i, r in stream._receivers().items()},
+                                "refusals": node._refusals,
+                                "receivers": {i: r[0] for i, r in node._receivers().items()},
                                 "executors": sorted(executor_pids(sc.applicationId)),
                             },
                             default=str,
                         )
                     )
-                block = stream._pending_blocks()[0]
+                block = node._pending_blocks()[0]
                 holders = sorted(block.executors, key=int)
-                receiver_executor = stream._receivers()[0][0] if on_executors else None
+                receiver_executor = node._receivers()[0][0] if on_executors else None
                 if which == "receiver":
                     victim = str(receiver_executor)
                 elif which == "replica":
@@ -174,7 +175,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         client.join(timeout=60)
         intruder.join(timeout=60)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
-        receivers_after = stream._receivers() if on_executors else {}
+        receivers_after = node._receivers() if on_executors else {}
     finally:
         release.set()  # (an error before the kill: the client must not wait for ever)
         ssc.stop(stopSparkContext=False)
@@ -188,7 +189,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         "sent": sent,
         "client_errors": failed,
         "intruder": intrusion,
-        "refusals": [reason for _, reason in stream._refusals],
+        "refusals": [reason for _, reason in node._refusals],
         "values": {str(t): v for t, v in sorted(values.items())},
         "executors_after": sorted(executor_pids(sc.applicationId), key=int),
         "blocks": {str(t): seqs for t, seqs in sorted(blocks.items())},

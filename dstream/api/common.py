@@ -1,15 +1,21 @@
 """What every stream offers, whatever its family: naming, persistence, checkpoint intervals,
 remembering RDDs, slicing out past intervals, and the helpers the operator families share
-(validating a user function, building a stream from an RDD function)."""
+(validating a user function, building a stream from an RDD function).
+
+The DStream a user holds is a handle over a node of the program's graph (a
+:class:`~dstream.streams.base.DStreamCore`): each method checks its arguments, builds the node
+that does the work and returns a handle over it. The engine sees nodes only."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site, check_callable
 from dstream.streams.base import DStreamCore
+from dstream.streams.state_base import StateStream
+from dstream.streams.transformed import TransformedDStream
 from dstream.time import Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -23,41 +29,52 @@ T = TypeVar("T")
 __all__ = ["CommonOps"]
 
 
-class CommonOps(DStreamCore[T]):
+class CommonOps(Generic[T]):
+    __slots__ = ("_node",)
+
+    def __init__(self, node: DStreamCore[Any]) -> None:
+        self._node = node
+
+    def _wrap(self, node: DStreamCore[Any]) -> DStream[Any]:
+        """A handle over ``node`` (the composed class, :class:`dstream.dstream.DStream`,
+        says which)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"DStream({self._node._label})"
+
     def context(self) -> StreamingContext:
         """The StreamingContext this stream belongs to."""
-        return cast("StreamingContext", self._graph.context)
+        return cast("StreamingContext", self._node._graph.context)
 
-    def setName(self, name: str) -> DStreamCore[T]:
+    def setName(self, name: str) -> DStream[T]:
         """Name this stream, so that a restarted driver running changed code can find its
         state (``StreamingContext.getOrCreate(..., rebuildGraph=True)``)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"setName() needs a non-empty string, got {name!r}")
-        self._user_name = name
-        return self
+        self._node._user_name = name
+        return self  # type: ignore[return-value]
 
-    def checkpoint(self, interval: object) -> DStreamCore[T]:
+    def checkpoint(self, interval: object) -> DStream[T]:
         """Checkpoint this stream's RDDs every ``interval`` (a multiple of its slide).
 
         On the stream a window or state operator returned, this sets the interval of the
         state behind it (its lineage is what checkpoints cut)."""
-        self._graph.check_can_add("checkpoint")
-        target = self._checkpoint_target
-        if target is not None:
-            cast("CommonOps[Any]", target).checkpoint(interval)
-            return self
+        node = self._node
+        node._graph.check_can_add("checkpoint")
+        target = node._checkpoint_target or node
         duration = to_duration(interval, "checkpoint interval")
-        if not duration.is_multiple_of(self._slide_duration):
+        if not duration.is_multiple_of(target._slide_duration):
             raise ValueError(
-                f"checkpoint interval {duration} of {self._label} must be a multiple of its "
-                f"slide {self._slide_duration}"
+                f"checkpoint interval {duration} of {target._label} must be a multiple of its "
+                f"slide {target._slide_duration}"
             )
-        self._checkpoint_interval = duration
-        return self
+        target._checkpoint_interval = duration
+        return self  # type: ignore[return-value]
 
     def recoveryStrategy(
         self, kind: str, every: object = None, copies: int | None = None
-    ) -> DStreamCore[T]:
+    ) -> DStream[T]:
         """How the state behind this stream survives a lost executor or driver (StreamScope's
         strategies, per stream; see :mod:`dstream.streams.strategy`):
 
@@ -72,21 +89,17 @@ class CommonOps(DStreamCore[T]):
         * ``"auto"``: checkpoint, then replay if the first checkpoint measured costs more than
           5 % of the time between checkpoints and the state can replay.
         """
-        self._graph.check_can_add("recoveryStrategy")
-        target = self._checkpoint_target
-        if target is not None:
-            cast("CommonOps[Any]", target).recoveryStrategy(kind, every, copies)
-            return self
-        from dstream.streams.state_base import StateStream
-
-        if not isinstance(self, StateStream):
+        node = self._node
+        node._graph.check_can_add("recoveryStrategy")
+        target = node._checkpoint_target or node
+        if not isinstance(target, StateStream):
             raise ValueError(
-                f"recoveryStrategy({kind!r}) on {self._label}, which keeps no state between "
+                f"recoveryStrategy({kind!r}) on {target._label}, which keeps no state between "
                 "intervals (lineage alone recovers it); call it on the stream a window with an "
                 "inverse, updateStateByKey or track returned"
             )
-        self._set_strategy(kind, every, copies)
-        return self
+        target._set_strategy(kind, every, copies)
+        return self  # type: ignore[return-value]
 
     def rescale(self, numPartitions: int) -> Time | None:
         """Give the keyed state behind this stream (``updateStateByKey``, a window with an
@@ -98,27 +111,23 @@ class CommonOps(DStreamCore[T]):
         shuffle an updateStateByKey state once (a window's new partitions read every old
         one). The counts are journaled: a restarted driver replays each interval at the
         count it had."""
-        target = self._checkpoint_target
-        if target is not None:
-            return cast("CommonOps[Any]", target).rescale(numPartitions)
-        from dstream.streams.state_base import StateStream
-
-        if not isinstance(self, StateStream):
+        target = self._node._checkpoint_target or self._node
+        if not isinstance(target, StateStream):
             raise ValueError(
-                f"rescale({numPartitions!r}) on {self._label}, which keeps no state between "
+                f"rescale({numPartitions!r}) on {target._label}, which keeps no state between "
                 "intervals; call it on the stream updateStateByKey or a window with an inverse "
                 "returned (a stateless "
                 "stream's partitions are set per operator: numPartitions=, repartition())"
             )
-        return self._rescale(numPartitions)
+        return target._rescale(numPartitions)
 
-    def cache(self) -> DStreamCore[T]:
+    def cache(self) -> DStream[T]:
         """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""
         from pyspark import StorageLevel
 
         return self.persist(StorageLevel.MEMORY_ONLY)
 
-    def persist(self, storageLevel: StorageLevel) -> DStreamCore[T]:
+    def persist(self, storageLevel: StorageLevel) -> DStream[T]:
         """Persist each interval's RDD at ``storageLevel``."""
         from pyspark import StorageLevel
 
@@ -127,15 +136,15 @@ class CommonOps(DStreamCore[T]):
                 f"persist() needs a pyspark.StorageLevel, got {storageLevel!r}; "
                 "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
             )
-        self._graph.check_can_add("persist")
-        self._storage_level = storageLevel
-        return self
+        self._node._graph.check_can_add("persist")
+        self._node._storage_level = storageLevel
+        return self  # type: ignore[return-value]
 
-    def remember(self, duration: object) -> DStreamCore[T]:
+    def remember(self, duration: object) -> DStream[T]:
         """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
-        self._graph.check_can_add("remember")
-        self._remember(to_duration(duration, "remember duration"))
-        return self
+        self._node._graph.check_can_add("remember")
+        self._node._remember(to_duration(duration, "remember duration"))
+        return self  # type: ignore[return-value]
 
     def slice(self, begin: object, end: object) -> list[RDD[T]]:
         """The RDDs of the intervals from ``begin`` to ``end``, both included, as PySpark's:
@@ -146,27 +155,21 @@ class CommonOps(DStreamCore[T]):
         seconds (and on a user's stream what a person types, see ``at``). Only intervals
         this stream still remembers (see ``remember``) are returned.
         """
+        node = self._node
         b, e = self._when(begin, "slice begin"), self._when(end, "slice end")
-        if self._zero_time is None:
+        if node._zero_time is None:
             raise ContextStateError(
-                f"slice() on {self._label} before ssc.start(): no interval exists yet"
+                f"slice() on {node._label} before ssc.start(): no interval exists yet"
             )
-        slide, zero = self._slide_duration, self._zero_time
-        first, last = b.floor(slide, zero), e.floor(slide, zero)
-        result = []
-        with self._lock:
-            t = first
-            while t <= last:
-                if t in self._generated:
-                    result.append(t)
-                t = t + slide
-        return [self._slice_view(t) for t in result]
+        slide, zero = node._slide_duration, node._zero_time
+        times = node._remembered_between(b.floor(slide, zero), e.floor(slide, zero))
+        return [self._slice_view(t) for t in times]
 
     def _when(self, value: object, what: str) -> Time:
         return to_time(value, what)
 
     def _slice_view(self, time: Time) -> RDD[T]:
-        return self._generated[time]
+        return self._node._generated[time]
 
     # ---- helpers shared by every family ---------------------------------------------------
     def _user(
@@ -183,18 +186,18 @@ class CommonOps(DStreamCore[T]):
         user_functions: Iterable[UserFunction] = (),
     ) -> DStream[Any]:
         """A stream whose RDD of each interval is ``fn(parent RDD of that interval)``."""
-        from dstream.streams.transformed import TransformedDStream
-
-        return TransformedDStream(
-            [self],  # type: ignore[list-item]
-            lambda _t, rdds: fn(rdds[0]),
-            name=name,
-            user_functions=user_functions,
+        return self._wrap(
+            TransformedDStream(
+                [self._node],
+                lambda _t, rdds: fn(rdds[0]),
+                name=name,
+                user_functions=user_functions,
+            )
         )
 
     def _num_partitions(self, numPartitions: int | None, operator_name: str) -> int:
         if numPartitions is None:
-            return int(self._graph.sc.defaultParallelism)
+            return int(self._node._graph.sc.defaultParallelism)
         if isinstance(numPartitions, bool) or not isinstance(numPartitions, int):
             raise TypeError(
                 f"{operator_name}() numPartitions must be an int, got {numPartitions!r}"
@@ -203,8 +206,10 @@ class CommonOps(DStreamCore[T]):
             raise ValueError(f"{operator_name}() numPartitions {numPartitions} must be at least 1")
         return numPartitions
 
-    def _check_stream(self, other: object, operator_name: str) -> None:
-        if not isinstance(other, DStreamCore):
+    def _node_of(self, other: object, operator_name: str) -> DStreamCore[Any]:
+        """The node behind ``other``, a stream passed to ``operator_name``."""
+        if not isinstance(other, CommonOps):
             raise TypeError(
                 f"{operator_name}() needs another DStream, got {type(other).__name__} {other!r}"
             )
+        return other._node

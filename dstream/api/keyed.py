@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyspark.rdd import portable_hash
 
 from dstream.api.stateless import StatelessOps
+from dstream.streams.transformed import TransformedDStream
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -21,6 +22,8 @@ __all__ = ["KeyedOps"]
 
 
 class KeyedOps(StatelessOps[T]):
+    __slots__ = ()
+
     def mapValues(self, f: Callable[[Any], Any]) -> DStream[tuple[Any, Any]]:
         """Apply ``f`` to the value of every pair, keeping keys (and partitioning)."""
         uf = self._user("mapValues", f)
@@ -88,14 +91,12 @@ class KeyedOps(StatelessOps[T]):
         numPartitions: int | None,
         fn: Callable[[RDD[Any], RDD[Any], int], RDD[Any]],
     ) -> DStream[Any]:
-        from dstream.streams.transformed import TransformedDStream
-
-        self._check_stream(other, name)
+        other_node = self._node_of(other, name)
         n = self._num_partitions(numPartitions, name)
-        return TransformedDStream(
-            [self, other],  # type: ignore[list-item]
-            lambda _t, rdds: fn(rdds[0], rdds[1], n),
-            name=name,
+        return self._wrap(
+            TransformedDStream(
+                [self._node, other_node], lambda _t, rdds: fn(rdds[0], rdds[1], n), name=name
+            )
         )
 
     def cogroup(

@@ -11,6 +11,7 @@ from dstream.api.state import StateOps
 from dstream.functions import positional_arity
 from dstream.storage.commits import CommitLog, commit_interval, interval_path
 from dstream.storage.filesystem import filesystem_for
+from dstream.streams.output import OutputDStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ __all__ = ["OutputInterval", "OutputOps"]
 
 
 class OutputOps(StateOps[T]):
+    __slots__ = ()
+
     def foreachRDD(self, func: Callable[..., None]) -> None:
         """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every interval.
 
@@ -74,7 +77,7 @@ class OutputOps(StateOps[T]):
         if suffix is not None and not isinstance(suffix, str):
             raise TypeError(f"saveAsTextFiles() suffix must be a string or None, got {suffix!r}")
 
-        graph = self._graph
+        graph = self._node._graph
 
         def save(time: Time, rdd: RDD[Any]) -> None:
             path = interval_path(prefix, suffix, time.ms)
@@ -112,8 +115,8 @@ class OutputOps(StateOps[T]):
                 f"{uf.site} takes {arity} arguments"
             )
         fn = uf.fn
-        graph = self._graph
-        slide = self._slide_duration
+        graph = self._node._graph
+        slide = self._node._slide_duration
         logs: dict[str, CommitLog] = {}
 
         def commit_log(label: str) -> CommitLog:
@@ -156,7 +159,5 @@ class OutputInterval:
     epoch: int
 
 
-def _output(parent: Any, fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> Any:
-    from dstream.streams.output import OutputDStream
-
-    return OutputDStream(parent, fn, **kwargs)
+def _output(parent: OutputOps[Any], fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> None:
+    OutputDStream(parent._node, fn, **kwargs)

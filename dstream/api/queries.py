@@ -28,7 +28,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.common import CommonOps
-from dstream.errors import ContextStateError
 from dstream.listener import StreamingListener
 from dstream.time import Time
 from dstream.timetext import parse_when
@@ -47,36 +46,41 @@ __all__ = ["QueryOps", "TempViews", "to_row"]
 
 
 class QueryOps(CommonOps[T]):
+    __slots__ = ()
+
     # ---- reading intervals ------------------------------------------------------------------
     def latest(self) -> RDD[T]:
         """The RDD of the newest completed interval of this stream."""
-        with self._lock:  # the graph's: the newest interval cannot be forgotten meanwhile
-            return self._pinned(self._latest_time())
+        node = self._node
+        with node._lock:  # the graph's: the newest interval cannot be forgotten meanwhile
+            return node._pinned(node._latest_time())
 
     def at(self, time: object) -> RDD[T]:
         """The RDD of the interval ``time`` falls in: a :class:`Time`, a datetime, epoch
         seconds, or what a person types (``"21:00:30"``, ``"-5m"``, see
         :mod:`dstream.timetext`)."""
-        latest = self._latest_time()
+        node = self._node
+        latest = node._latest_time()
         t = self._when(time, "at() time")
-        assert self._zero_time is not None  # _latest_time checked that the stream started
-        aligned = _ceil(t, self._slide_duration.ms, self._zero_time.ms)
+        assert node._zero_time is not None  # _latest_time checked that the stream started
+        aligned = _ceil(t, node._slide_duration.ms, node._zero_time.ms)
         if aligned > latest:
             raise ValueError(
-                f"at({time!r}): interval {aligned} of {self._label} has not completed yet; the "
+                f"at({time!r}): interval {aligned} of {node._label} has not completed yet; the "
                 f"newest completed interval is {latest}"
             )
-        return self._pinned(aligned)
+        return node._pinned(aligned)
 
     def _when(self, value: object, what: str) -> Time:
         """``value`` as ``at`` and ``slice`` read it: "now" and "-5m" count back from the
         newest completed interval (the clock's now when none has completed)."""
-        now = self._graph.clock.now()
-        done = self._graph.runtime.completed_time()
+        graph = self._node._graph
+        now = graph.clock.now()
+        done = graph.runtime.completed_time()
         return parse_when(value, now, what, relative_to=done)
 
     def _slice_view(self, time: Time) -> RDD[T]:
-        return self._pinned(time)  # each RDD of a slice holds its interval, as at()'s
+        return self._node._pinned(time)  # each RDD of a slice holds its interval, as at()'s
 
     # ---- state --------------------------------------------------------------------------------
     def snapshot(self) -> RDD[T]:
@@ -116,7 +120,7 @@ class QueryOps(CommonOps[T]):
         if not values and example is not None and type(example) is not type(key):
             raise TypeError(
                 f"lookup({key!r}): the key is a {type(key).__name__}, but the keys of "
-                f"{self._label} are {type(example).__name__}s, e.g. {example!r}"
+                f"{self._node._label} are {type(example).__name__}s, e.g. {example!r}"
             )
         return values
 
@@ -127,7 +131,7 @@ class QueryOps(CommonOps[T]):
         (or ``key, value`` for a plain value); anything else is ``value``."""
         rdd = self.latest()
         session = _session(rdd)
-        return _frame(session, rdd, schema, self._label)
+        return _frame(session, rdd, schema, self._node._label)
 
     def createOrReplaceTempView(self, name: str, schema: StructType | None = None) -> None:
         """A SQL view named ``name`` that always reads the newest completed interval of this
@@ -137,59 +141,15 @@ class QueryOps(CommonOps[T]):
             raise ValueError(
                 f"createOrReplaceTempView() name {name!r} must be an identifier, e.g. 'sessions'"
             )
-        _views_of(self._graph).register(name, self, schema)
-
-    # ---- the engine side ----------------------------------------------------------------------
-    def _latest_time(self) -> Time:
-        if self._zero_time is None:
-            raise ContextStateError(
-                f"{self._label} has no interval yet: queries read completed intervals, so "
-                "call ssc.start() and wait for the first batch"
-            )
-        done = self._graph.runtime.completed_time()
-        if done is None:
-            raise ContextStateError(
-                f"{self._label} has no completed interval yet; the first one ends at "
-                f"{self._zero_time + self._graph.batch_duration}"
-            )
-        slide, zero = self._slide_duration.ms, self._zero_time.ms
-        return Time(zero + (done.ms - zero) // slide * slide)
-
-    def _pinned(self, time: Time) -> RDD[T]:
-        """The RDD of ``time``, in a new RDD object that pins the interval while it lives."""
-        from pyspark import RDD
-
-        with self._lock:
-            rdd = self._generated.get(time)
-            if rdd is None and self._can_compute(time):
-                rdd = self._get_or_compute(time)
-            if rdd is None:
-                raise ValueError(self._forgotten(time))
-            pins = self._pin_lineage(time)
-        view: RDD[T] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
-        view.partitioner = rdd.partitioner
-        view.interval = time  # type: ignore[attr-defined]  # which interval a query read
-        weakref.finalize(view, _unpin, pins)
-        return view
-
-    def _forgotten(self, time: Time) -> str:
-        kept = sorted(self._generated)
-        if not kept:
-            remembered = "it remembers no interval"
-        else:
-            remembered = f"it remembers {kept[0]} to {kept[-1]} ({len(kept)} intervals)"
-        return (
-            f"{self._label} no longer has interval {time}: {remembered}. Keep more with "
-            "stream.remember('10m') (or ssc.remember) before ssc.start(), and "
-            "StreamingSettings.max_history if it is set"
-        )
+        _views_of(self._node._graph).register(name, self, schema)
 
     def _require_state(self, what: str) -> DStreamCore[Any]:
-        state = self if self._is_state else self._checkpoint_target
+        node = self._node
+        state = node if node._is_state else node._checkpoint_target
         if state is None:
             raise TypeError(
                 f"{what}() reads the state of a state stream (updateStateByKey, track, or a "
-                f"window with an inverse function); {self._label} is not one: use latest()"
+                f"window with an inverse function); {node._label} is not one: use latest()"
             )
         return state
 
@@ -197,11 +157,6 @@ class QueryOps(CommonOps[T]):
 def _ceil(t: Time, slide_ms: int, zero_ms: int) -> Time:
     """The end of the interval ``t`` falls in, on the grid ``zero + k * slide``."""
     return Time(zero_ms + -(-(t.ms - zero_ms) // slide_ms) * slide_ms)
-
-
-def _unpin(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
-    for stream, time in pins:
-        stream._unpin(time)
 
 
 def _session(rdd: RDD[Any]) -> Any:
@@ -268,7 +223,8 @@ class TempViews:
     def register(self, name: str, stream: QueryOps[Any], schema: Any) -> None:
         with self._lock:
             self._views[name] = (stream, schema)
-        if stream._zero_time is not None and stream._graph.runtime.completed_time() is not None:
+        node = stream._node
+        if node._zero_time is not None and node._graph.runtime.completed_time() is not None:
             self.refresh(name)
 
     def refresh_all(self) -> None:
@@ -281,7 +237,7 @@ class TempViews:
         rdd = stream.latest()
         if schema is None and rdd.isEmpty():
             return  # no schema to give it yet: the first interval with records will
-        frame = _frame(_session(rdd), rdd, schema, stream._label)
+        frame = _frame(_session(rdd), rdd, schema, stream._node._label)
         frame.createOrReplaceTempView(name)
         with self._lock:
             self._views[name] = (stream, schema or frame.schema)  # infer once

@@ -4,16 +4,18 @@ paper's). The stream classes behind them are in :mod:`dstream.streams.keyed_stat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dstream.api.windows import WindowOps
+from dstream.streams.copartitioned import partition_by
+from dstream.streams.keyed_state import StateDStream, TaggedEvents, TrackDStream, TrackView
+from dstream.tasks.track_state import TrackFunctions
 from dstream.time import to_duration
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.dstream import DStream
-    from dstream.streams.keyed_state import TrackView
+    from dstream.dstream import DStream, TrackStream
 
 T = TypeVar("T")
 
@@ -21,6 +23,8 @@ __all__ = ["StateOps"]
 
 
 class StateOps(WindowOps[T]):
+    __slots__ = ()
+
     def updateStateByKey(
         self,
         updateFunc: Callable[[list[Any], Any], Any],
@@ -32,9 +36,6 @@ class StateOps(WindowOps[T]):
         removes the key. Values reach ``updateFunc`` in input order."""
         from pyspark import RDD
 
-        from dstream.streams.copartitioned import partition_by
-        from dstream.streams.keyed_state import StateDStream, TaggedEvents
-
         name = "updateStateByKey"
         uf = self._user(name, updateFunc, "updateFunc")
         n = self._num_partitions(numPartitions, name)
@@ -43,11 +44,11 @@ class StateOps(WindowOps[T]):
             rdd = (
                 initialRDD
                 if isinstance(initialRDD, RDD)
-                else self._graph.sc.parallelize(list(initialRDD))
+                else self._node._graph.sc.parallelize(list(initialRDD))
             )
             initial = partition_by(rdd, n)
-        events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
-        return StateDStream(events, uf.guarded(), initial, [uf])
+        events = TaggedEvents(self._node, n, name)
+        return self._wrap(StateDStream(events, uf.guarded(), initial, [uf]))
 
     def track(
         self,
@@ -55,7 +56,7 @@ class StateOps(WindowOps[T]):
         update: Callable[[Any, Any, Any], Any],
         timeout: object,
         numPartitions: int | None = None,
-    ) -> TrackView:
+    ) -> TrackStream:
         """Turn ``(key, event)`` records into ``(key, state)`` (the paper's Sec. 3.3).
 
         ``initialize(key, event)`` makes the state of a key from its first event;
@@ -70,14 +71,11 @@ class StateOps(WindowOps[T]):
         ... # doctest: +SKIP
         >>> counts = sessions.count()  # doctest: +SKIP
         """
-        from dstream.streams.keyed_state import TaggedEvents, TrackDStream, TrackView
-        from dstream.tasks.track_state import TrackFunctions
-
         name = "track"
         init_uf = self._user(name, initialize, "initialize")
         update_uf = self._user(name, update, "update")
         limit = to_duration(timeout, "track() timeout")
-        slide = self._slide_duration
+        slide = self._node._slide_duration
         if not limit.is_multiple_of(slide):
             suggestion = max(1, limit.ms // slide.ms) * slide.ms
             raise ValueError(
@@ -89,7 +87,8 @@ class StateOps(WindowOps[T]):
             init_uf.guarded(),
             update_uf.guarded(),
             limit.ms,
-            self._slide_duration.ms,
+            slide.ms,
         )
-        events = TaggedEvents(self, n, name)  # type: ignore[arg-type]
-        return TrackView(TrackDStream(events, fns, [init_uf, update_uf]))
+        events = TaggedEvents(self._node, n, name)
+        view = self._wrap(TrackView(TrackDStream(events, fns, [init_uf, update_uf])))
+        return cast("TrackStream", view)

@@ -16,6 +16,7 @@ from dstream.functions import (
     guard_partitions,
     positional_arity,
 )
+from dstream.streams.transformed import TransformedDStream, UnionDStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ def _count(rdd: RDD[Any]) -> RDD[int]:
 
 
 class StatelessOps(CommonOps[T]):
+    __slots__ = ()
+
     # ---- per-record and per-partition functions -------------------------------------------
     def map(self, f: Callable[[T], Any], preservesPartitioning: bool = False) -> DStream[Any]:
         """Apply ``f`` to every record.
@@ -159,14 +162,10 @@ class StatelessOps(CommonOps[T]):
             call = lambda _t, rdds: uf.fn(rdds[0])  # noqa: E731
         else:
             call = lambda t, rdds: uf.fn(t, rdds[0])  # noqa: E731
-        from dstream.streams.transformed import TransformedDStream
-
-        return TransformedDStream(
-            [self],  # type: ignore[list-item]
-            call,
-            name="transform",
-            user_functions=[uf],
-            driver_function=True,
+        return self._wrap(
+            TransformedDStream(
+                [self._node], call, name="transform", user_functions=[uf], driver_function=True
+            )
         )
 
     def transformWith(
@@ -182,25 +181,22 @@ class StatelessOps(CommonOps[T]):
                 "transformWith() takes func(rdd_a, rdd_b) or func(time, rdd_a, rdd_b); the "
                 f"function at {uf.site} takes {arity} arguments"
             )
-        self._check_stream(other, "transformWith")
+        other_node = self._node_of(other, "transformWith")
         call: Callable[[Time, list[RDD[Any]]], RDD[Any]]
         if arity == 2:
             call = lambda _t, rdds: uf.fn(rdds[0], rdds[1])  # noqa: E731
         else:
             call = lambda t, rdds: uf.fn(t, rdds[0], rdds[1])  # noqa: E731
-        from dstream.streams.transformed import TransformedDStream
-
-        return TransformedDStream(
-            [self, other],  # type: ignore[list-item]
-            call,
-            name="transformWith",
-            user_functions=[uf],
-            driver_function=True,
+        return self._wrap(
+            TransformedDStream(
+                [self._node, other_node],
+                call,
+                name="transformWith",
+                user_functions=[uf],
+                driver_function=True,
+            )
         )
 
     def union(self, other: DStream[Any]) -> DStream[Any]:
         """The records of both streams, interval by interval (same slide required)."""
-        from dstream.streams.transformed import UnionDStream
-
-        self._check_stream(other, "union")
-        return UnionDStream([self, other])  # type: ignore[list-item]
+        return self._wrap(UnionDStream([self._node, self._node_of(other, "union")]))

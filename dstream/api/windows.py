@@ -1,6 +1,6 @@
 """The window family of DStream methods: window, reduceByWindow, reduceByKeyAndWindow (with
 or without an inverse), countByWindow, countByValueAndWindow, groupByKeyAndWindow. The
-stream classes behind them are in :mod:`dstream.streams.windows`."""
+stream classes behind them are in :mod:`dstream.streams.windowed`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.keyed import KeyedOps
+from dstream.streams.base import STATE
 from dstream.streams.window_spec import window_spec
+from dstream.streams.windowed import ReducedWindowedDStream, WindowedDStream
 from dstream.tasks.state_merge import window_items
 
 if TYPE_CHECKING:
@@ -21,15 +23,15 @@ __all__ = ["WindowOps"]
 
 
 class WindowOps(KeyedOps[T]):
+    __slots__ = ()
+
     def window(self, windowDuration: object, slideDuration: object = None) -> DStream[T]:
         """Every ``slideDuration``, the records of the last ``windowDuration``.
 
         Both must be multiples of this stream's slide; seconds, '30s' or Durations.
         """
-        from dstream.streams.windows import WindowedDStream
-
-        spec = window_spec("window", windowDuration, slideDuration, self._slide_duration)
-        return WindowedDStream(self, spec)  # type: ignore[arg-type]
+        spec = window_spec("window", windowDuration, slideDuration, self._node._slide_duration)
+        return self._wrap(WindowedDStream(self._node, spec))
 
     def reduceByKeyAndWindow(
         self,
@@ -47,11 +49,8 @@ class WindowOps(KeyedOps[T]):
         A key with no contribution left in the window is dropped by the engine. ``filterFunc``
         filters the output pairs.
         """
-        from dstream.streams.base import STATE
-        from dstream.streams.windows import ReducedWindowedDStream, WindowedDStream
-
         name = "reduceByKeyAndWindow"
-        spec = window_spec(name, windowDuration, slideDuration, self._slide_duration)
+        spec = window_spec(name, windowDuration, slideDuration, self._node._slide_duration)
         n = self._num_partitions(numPartitions, name)
         uf = self._user(name, func)
         g = uf.guarded()
@@ -59,30 +58,22 @@ class WindowOps(KeyedOps[T]):
         result: DStream[Any]
         if invFunc is None:
             partials = self._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n), [uf])
-            partials._storage_level = STATE
-            result = WindowedDStream(partials, spec, name=name)._rdd_op(
-                name, lambda rdd: rdd.reduceByKey(g, n)
-            )
+            partials._node._storage_level = STATE
+            windowed = self._wrap(WindowedDStream(partials._node, spec, name=name))
+            result = windowed._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n))
         else:
             inv_uf = self._user(name, invFunc, "invFunc")
             ufs.append(inv_uf)
-            state = ReducedWindowedDStream(
-                self,  # type: ignore[arg-type]
-                g,
-                inv_uf.guarded(),
-                spec,
-                n,
-                ufs,
-            )
-            result = state._rdd_op(
+            state = ReducedWindowedDStream(self._node, g, inv_uf.guarded(), spec, n, ufs)
+            result = self._wrap(state)._rdd_op(
                 name, lambda rdd: rdd.flatMap(window_items, preservesPartitioning=True)
             )
-            result._checkpoint_target = state
+            result._node._checkpoint_target = state
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
             fg = fuf.guarded()
             filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
-            filtered._checkpoint_target = result._checkpoint_target
+            filtered._node._checkpoint_target = result._node._checkpoint_target
             result = filtered
         return result
 

@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dstream.cli.program import Program
+from dstream.dstream import handle_for
 from dstream.scheduler.engine import engine_of
 
 if TYPE_CHECKING:
@@ -34,10 +35,10 @@ def namespace(ssc: StreamingContext) -> dict[str, Any]:
     """The names the shell puts in scope for ``ssc``'s program."""
     from pyspark.sql import SparkSession
 
-    from dstream import Duration, Time
+    from dstream.time import Duration, Time
 
     sc = ssc.sparkContext
-    streams = {s._user_name: s for s in engine_of(ssc).graph.streams if s._user_name}
+    streams = {s._user_name: handle_for(s) for s in engine_of(ssc).graph.streams if s._user_name}
     names: dict[str, Any] = {
         "ssc": ssc,
         "sc": sc,

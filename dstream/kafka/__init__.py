@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from dstream.dstream import handle_for
 from dstream.functions import UserFunction, call_site, check_callable, guard
 from dstream.kafka.client import KafkaClientMissingError, require_client, validate_params
 from dstream.kafka.ranges import (
@@ -166,7 +167,7 @@ def createDirectStream(
 
     stream = _source(ssc, topic_list, params, offsets, options, convert, True, "createDirectStream")
     stream._user_functions = tuple(functions)
-    return stream
+    return handle_for(stream)
 
 
 def createDirectBatchStream(
@@ -222,7 +223,7 @@ def createDirectBatchStream(
         valueType == "string",
         "createDirectBatchStream",
     )
-    return BatchStream(stream)
+    return BatchStream(handle_for(stream))
 
 
 class KafkaUtils:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dstream.dstream import handle_for
 from dstream.receiver.source import ReceiverInputDStream
 from dstream.streams.graph import graph_of
 
@@ -105,14 +106,16 @@ def createStream(
         )
     graph = graph_of(ssc)
     graph.check_can_add("receiverStream")
-    return ReceiverInputDStream(
-        graph,
-        secret,
-        [(host, p) for p in ports],
-        replicas=replicas,
-        as_text=asText,
-        recovery_wait_s=float(recoveryWait),
-        placement=placement,
+    return handle_for(
+        ReceiverInputDStream(
+            graph,
+            secret,
+            [(host, p) for p in ports],
+            replicas=replicas,
+            as_text=asText,
+            recovery_wait_s=float(recoveryWait),
+            placement=placement,
+        )
     )
 
 
@@ -120,11 +123,12 @@ def receiverAddresses(stream: DStream[Any]) -> list[tuple[str, int]]:
     """The ``(host, port)`` addresses a started receiver stream listens on (with the ports
     that port=0 picked; for receivers on executors, the address each one reported, or the
     one asked for until it has)."""
-    if not isinstance(stream, ReceiverInputDStream):
+    node = getattr(stream, "_node", None)
+    if not isinstance(node, ReceiverInputDStream):
         raise TypeError(
             f"receiverAddresses() takes a stream made by dstream.receiver.createStream, not "
             f"{type(stream).__name__}"
         )
-    if not stream._bound:
+    if not node._bound:
         raise RuntimeError("receiverAddresses(): the stream listens once ssc.start() has run")
-    return list(stream._bound)
+    return list(node._bound)

@@ -40,6 +40,14 @@ from dstream.listener import (
     StreamingListenerReceiverStarted,
     StreamingListenerReceiverStopped,
 )
+from dstream.receiver.blocks import (
+    NotReplicatedError,
+    StoredBlock,
+    drop_blocks,
+    interval_rdd,
+    store_blocks,
+    stream_block,
+)
 from dstream.receiver.ledger import CommittedBlocks
 from dstream.receiver.protocol import (
     ACK_COMMITTED,
@@ -49,14 +57,6 @@ from dstream.receiver.protocol import (
     accept_handshake,
     read_block,
     send_ack,
-)
-from dstream.receiver.storage import (
-    NotReplicatedError,
-    StoredBlock,
-    drop_blocks,
-    interval_rdd,
-    store_blocks,
-    stream_block,
 )
 from dstream.receiver.tracker import (
     COMMITTED,

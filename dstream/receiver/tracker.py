@@ -125,7 +125,7 @@ class ExecutorReceivers:
         self._group = f"dstream-receiver-{stream_id}-{self._token[:4].hex()}"
 
     def start(self) -> None:
-        from dstream.scheduler.shim import SHIM_JAR, shim_class
+        from dstream.jvm import SHIM_JAR, shim_class
 
         receiver = shim_class(self._sc, RECEIVER_CLASS)  # ShimMissingError names the fix
         # The executors load the receiver's class from the shim jar (fetched with the task).
@@ -193,7 +193,7 @@ class ExecutorReceivers:
 
     def _keep_running(self, receiver: Any, index: int, spec: str) -> None:
         """Run receiver ``index``'s job, again each time it fails, until stop()."""
-        from dstream.scheduler.shim import invoke_static
+        from dstream.jvm import invoke_static
 
         while not self._stopping.is_set():
             try:

@@ -18,8 +18,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dstream.storage.graph_pickle import dumps_graph
 from dstream.storage.journal import JournalRecord
+from dstream.streams.graph_pickle import dumps_graph
 from dstream.streams.state_base import StateStream
 from dstream.time import Time
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from dstream.streams.base import DStreamCore
     from dstream.streams.graph import DStreamGraph
 
-__all__ = ["BatchCoordinator", "Progress", "journal_names", "ranked", "saved_spark_conf"]
+__all__ = ["BatchCoordinator", "Position", "journal_names", "ranked", "saved_spark_conf"]
 
 # Settings of one driver process that a recreated SparkContext must not take over (as
 # Spark's own streaming Checkpoint leaves them out).
@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Progress:
+class Position:
     """Where the scheduler is: the last interval generated, the interval up to which every
     interval is done, the intervals generated but not complete, and the intervals whose
     output failed after its retries (done, never completed)."""
@@ -115,27 +115,27 @@ class BatchCoordinator:
         positions), before any interval exists. From here on a restarted driver resumes
         this program; without it, a driver killed before its first interval came back as a
         new program with a later zero time, and never read the input that arrived between."""
-        self._write(Progress(generated=None, completed=None, pending=()))
+        self._write(Position(generated=None, completed=None, pending=()))
 
-    def batch_generated(self, time: Time, progress: Progress) -> None:
+    def batch_generated(self, time: Time, position: Position) -> None:
         """Before any job of ``time`` runs: its input is on record before any output of it."""
-        self._write(progress)
+        self._write(position)
 
-    def batch_completed(self, time: Time, progress: Progress) -> None:
+    def batch_completed(self, time: Time, position: Position) -> None:
         if self._monitor is not None:
             self._monitor.interval_completed(time)
-        self._write(progress)
+        self._write(position)
         self._delete_unused_checkpoints()
 
-    def checkpoint_written(self, stream: StateStream, time: Time, progress: Progress) -> None:
+    def checkpoint_written(self, stream: StateStream, time: Time, position: Position) -> None:
         """A state checkpoint is complete: record it before anything older is deleted. A
         failure here halts the engine (the scheduler's loop reports it): without its record
         the checkpoint cannot be relied on, and neither can any record after it."""
         log.debug("checkpoint of %s at %s written", stream._label, time)
-        self._write(progress)
+        self._write(position)
 
     # ---- the journal ------------------------------------------------------------------------
-    def _write(self, progress: Progress) -> None:
+    def _write(self, position: Position) -> None:
         if self._journal is None:
             return
         if self._lease is not None:
@@ -154,10 +154,10 @@ class BatchCoordinator:
             JournalRecord(
                 batch_ms=graph.batch_duration.ms,
                 zero_ms=graph._zero_time.ms,
-                generated_ms=None if progress.generated is None else progress.generated.ms,
-                completed_ms=None if progress.completed is None else progress.completed.ms,
-                pending_ms=tuple(t.ms for t in progress.pending),
-                failed_ms=tuple(t.ms for t in progress.failed),
+                generated_ms=None if position.generated is None else position.generated.ms,
+                completed_ms=None if position.completed is None else position.completed.ms,
+                pending_ms=tuple(t.ms for t in position.pending),
+                failed_ms=tuple(t.ms for t in position.failed),
                 graph=self._graph_bytes,
                 names=self._names,
                 streams=states,

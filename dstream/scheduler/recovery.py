@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from dstream.scheduler.coordinator import journal_names, ranked
 from dstream.scheduler.engine import Engine, engine_of
 from dstream.settings import StreamingSettings
-from dstream.storage.graph_pickle import loads_graph
 from dstream.storage.journal import CheckpointDirectoryError, JournalRecord, MetadataJournal
+from dstream.streams.graph_pickle import loads_graph
 from dstream.time import Duration
 
 if TYPE_CHECKING:
@@ -40,11 +40,13 @@ def recover(
     rebuild_graph: bool,
     clock: Clock | None,
     settings: StreamingSettings | None,
+    new_context: Callable[[SparkContext, Duration, Clock | None, StreamingSettings], Any],
 ) -> StreamingContext:
-    """The program whose metadata is in ``path``, resumed; or ``setup()``'s when there is none."""
+    """The program whose metadata is in ``path``, resumed; or ``setup()``'s when there is none.
+    ``new_context(sc, batch, clock, settings)`` makes the StreamingContext a saved program is
+    restored into."""
     from pyspark import SparkConf, SparkContext
 
-    from dstream.context import StreamingContext
     from dstream.storage.filesystem import filesystem_for
 
     if sc is None:
@@ -67,9 +69,7 @@ def recover(
             sc = SparkContext(conf=SparkConf(loadDefaults=False).setAll(list(record.spark_conf)))
         if settings is not None:
             _log_overrides(saved, settings, "the settings given to getOrCreate")
-        ssc = StreamingContext(
-            sc, Duration(record.batch_ms), clock=clock, settings=settings or saved
-        )
+        ssc = new_context(sc, Duration(record.batch_ms), clock, settings or saved)
         engine_of(ssc).checkpoint_dir = path
     engine = engine_of(ssc)
     restore_into(engine, record, rebuild_graph=rebuild_graph)
@@ -142,16 +142,15 @@ def _log_overrides(saved: StreamingSettings, now: StreamingSettings, whose: str)
 
 def set_up(setup: Callable[[], StreamingContext], path: str | None) -> StreamingContext:
     """The program ``setup()`` defines, bound to the checkpoint directory ``path`` (if any)."""
-    from dstream.context import StreamingContext
-
     ssc = setup()
-    if not isinstance(ssc, StreamingContext):
+    try:
+        engine = engine_of(ssc)
+    except TypeError:
         raise TypeError(
             f"setupFunc must return a dstream.StreamingContext, got {type(ssc).__name__}"
-        )
+        ) from None
     if path is None:
         return ssc
-    engine = engine_of(ssc)
     if engine.checkpoint_dir is None:
         engine.use_checkpoint_dir(path)  # created now, as PySpark's getOrCreate does
     elif engine.checkpoint_dir.rstrip("/") != path.rstrip("/"):

@@ -65,7 +65,7 @@ from dstream.listener import (
     StreamingListenerOutputOperationCompleted,
     StreamingListenerOutputOperationStarted,
 )
-from dstream.scheduler.coordinator import Progress
+from dstream.scheduler.coordinator import Position
 from dstream.scheduler.events import (
     CheckpointFailed,
     CheckpointWritten,
@@ -247,8 +247,8 @@ class JobScheduler:
         with self._done:
             return sorted(self._batches)
 
-    def _progress(self) -> Progress:
-        return Progress(
+    def _position(self) -> Position:
+        return Position(
             self.last_generated, self.completed_upto, tuple(self.pending()), tuple(self._failed)
         )
 
@@ -336,7 +336,7 @@ class JobScheduler:
     def _checkpoint_written(self, stream: StateStream, time: Time, seconds: float) -> None:
         self._checkpoint_failures.pop(stream._id, None)
         try:
-            self._hooks.checkpoint_written(stream, time, self._progress())
+            self._hooks.checkpoint_written(stream, time, self._position())
         except Exception as exc:
             # Without its record the checkpoint cannot be relied on, and neither can any
             # record after it: stop, loudly.
@@ -409,7 +409,7 @@ class JobScheduler:
             self._last_generated = time
         # Before any job runs: the metadata journal records which input this interval reads
         # before any of its output can happen.
-        self._hooks.batch_generated(time, self._progress())
+        self._hooks.batch_generated(time, self._position())
         self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
         for job in jobs:
             self._jobs.submit(job)
@@ -511,7 +511,7 @@ class JobScheduler:
             self._completed.append(batch.time)
             if batch.failed:
                 self._failed.append(batch.time)
-        self._hooks.batch_completed(batch.time, self._progress())
+        self._hooks.batch_completed(batch.time, self._position())
         with self._done:
             self._settled = batch.time
             self._done.notify_all()

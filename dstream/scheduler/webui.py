@@ -256,7 +256,7 @@ class StreamingTabFeed(StreamingListener):
     def attach(cls, engine: Engine, monitor: ExecutorMonitor) -> StreamingTabFeed | None:
         from py4j.protocol import Py4JJavaError
 
-        from dstream.scheduler.shim import SHIM_JAR, ShimMissingError, invoke_static, shim_class
+        from dstream.jvm import SHIM_JAR, ShimMissingError, invoke_static, shim_class
 
         sc = engine.sc
         try:

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.accumulators import AccumulatorParam
 
-from dstream.dstream import DStream
+from dstream.streams.base import DStreamCore
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
     from pyspark.accumulators import Accumulator
 
-    from dstream.streams.base import DStreamCore
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.state_base import StateStream
 
@@ -68,7 +67,7 @@ def generated_partitions(
     return rdd
 
 
-class InputDStream(DStream[Any]):
+class InputDStream(DStreamCore[Any]):
     # Sources that know their counts up front turn this off.
     _counts_in_tasks: bool = True
     # Each element is a batch of records (an Arrow array): count its length, not 1.

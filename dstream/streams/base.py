@@ -18,6 +18,7 @@ shows the user's API only (:mod:`dstream.api`); the scheduler and storage call t
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVar
@@ -248,6 +249,63 @@ class DStreamCore(Generic[T]):
             if self._pins[time] <= 0:
                 del self._pins[time]
 
+    # ---- what live queries read (dstream.api.queries) ------------------------------------------
+    def _latest_time(self) -> Time:
+        """The newest completed interval of this stream (on its slide's grid)."""
+        if self._zero_time is None:
+            raise ContextStateError(
+                f"{self._label} has no interval yet: queries read completed intervals, so "
+                "call ssc.start() and wait for the first batch"
+            )
+        done = self._graph.runtime.completed_time()
+        if done is None:
+            raise ContextStateError(
+                f"{self._label} has no completed interval yet; the first one ends at "
+                f"{self._zero_time + self._graph.batch_duration}"
+            )
+        slide, zero = self._slide_duration.ms, self._zero_time.ms
+        return Time(zero + (done.ms - zero) // slide * slide)
+
+    def _pinned(self, time: Time) -> RDD[T]:
+        """The RDD of ``time``, in a new RDD object that pins the interval while it lives."""
+        from pyspark import RDD
+
+        with self._lock:
+            rdd = self._generated.get(time)
+            if rdd is None and self._can_compute(time):
+                rdd = self._get_or_compute(time)
+            if rdd is None:
+                raise ValueError(self._forgotten(time))
+            pins = self._pin_lineage(time)
+        view: RDD[T] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
+        view.partitioner = rdd.partitioner
+        view.interval = time  # type: ignore[attr-defined]  # which interval a query read
+        weakref.finalize(view, _unpin, pins)
+        return view
+
+    def _forgotten(self, time: Time) -> str:
+        kept = sorted(self._generated)
+        if not kept:
+            remembered = "it remembers no interval"
+        else:
+            remembered = f"it remembers {kept[0]} to {kept[-1]} ({len(kept)} intervals)"
+        return (
+            f"{self._label} no longer has interval {time}: {remembered}. Keep more with "
+            "stream.remember('10m') (or ssc.remember) before ssc.start(), and "
+            "StreamingSettings.max_history if it is set"
+        )
+
+    def _remembered_between(self, first: Time, last: Time) -> list[Time]:
+        """The intervals from ``first`` to ``last`` (on the slide's grid) still remembered."""
+        result = []
+        with self._lock:
+            t = first
+            while t <= last:
+                if t in self._generated:
+                    result.append(t)
+                t = t + self._slide_duration
+        return result
+
     # ---- hooks for stateful streams ---------------------------------------------------------
     # A state stream carries data from one interval to the next (windows with an inverse,
     # updateStateByKey, track); it is checkpointed by default.
@@ -270,3 +328,8 @@ class DStreamCore(Generic[T]):
 
     def _on_batch_completed(self, time: Time) -> None:
         """Called by the scheduler after every job of batch ``time`` finished."""
+
+
+def _unpin(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
+    for stream, time in pins:
+        stream._unpin(time)

@@ -11,11 +11,11 @@ import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dstream.dstream import DStream
 from dstream.functions import UserFunction
 from dstream.storage.checkpoint import COMPLETE
 from dstream.storage.filesystem import filesystem_for
-from dstream.storage.state_table import decode_manifest, encode_manifest
+from dstream.storage.snapshots import decode_manifest, encode_manifest
+from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
 from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
 from dstream.streams.state_base import StateStream
@@ -46,11 +46,11 @@ def _tag_positions(split: int, records: Iterable[tuple[Any, Any]]) -> Iterator[t
         yield key, ((split, position), value)
 
 
-class TaggedEvents(DStream[Any]):
+class TaggedEvents(DStreamCore[Any]):
     """The parent's pairs of each interval, tagged with their input position and hash
     partitioned into the state's partitions (the one shuffle of a state update)."""
 
-    def __init__(self, parent: DStream[Any], num_partitions: int, name: str) -> None:
+    def __init__(self, parent: DStreamCore[Any], num_partitions: int, name: str) -> None:
         super().__init__(parent._graph, [parent], name=name)
         self._partitions = num_partitions
         # The state's own schedule (set by the state): both change count at one interval.
@@ -249,7 +249,7 @@ class TrackDStream(StateStream):
         return encode_manifest(digests)
 
 
-class TrackView(DStream[Any]):
+class TrackView(DStreamCore[Any]):
     """The stream ``track()`` returns: ``(key, state)`` for every live key."""
 
     def __init__(self, state: TrackDStream) -> None:
@@ -263,9 +263,9 @@ class TrackView(DStream[Any]):
             return None
         return deltas.mapPartitions(lambda it: (kv for _, d in it for kv in view(d)), True)
 
-    def count(self) -> DStream[int]:
+    def _count_node(self) -> DStreamCore[int]:
         """Live keys each interval, from the snapshots' recorded sizes and the deltas: costs
-        what the changed keys cost, not what all keys cost."""
+        what the changed keys cost, not what all keys cost (``track(...).count()``)."""
         from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(
@@ -276,9 +276,9 @@ class TrackView(DStream[Any]):
             name="count",
         )
 
-    def changes(self) -> DStream[tuple[Any, Any]]:
+    def _changes_node(self) -> DStreamCore[tuple[Any, Any]]:
         """``(key, new state)`` of the keys that changed in each interval; ``(key, None)``
-        for keys removed by ``update`` or by their timeout."""
+        for keys removed by ``update`` or by their timeout (``track(...).changes()``)."""
         from dstream.streams.transformed import TransformedDStream
 
         return TransformedDStream(

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dstream.dstream import DStream
 from dstream.errors import UserFunctionError
 from dstream.functions import UserFunction
+from dstream.streams.base import DStreamCore
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -36,12 +36,12 @@ class Job:
     release: Callable[[], None] | None = None
 
 
-class OutputDStream(DStream[Any]):
+class OutputDStream(DStreamCore[Any]):
     """Runs ``fn(time, rdd)`` on the driver for every interval of its parent."""
 
     def __init__(
         self,
-        parent: DStream[Any],
+        parent: DStreamCore[Any],
         fn: Callable[[Time, RDD[Any]], None],
         *,
         name: str,

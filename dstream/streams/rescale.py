@@ -157,7 +157,7 @@ def regroup_partitions(
     records are not one per key (a window's one record per partition): new partition ``i``
     is ``build(i, records of the old partitions it draws on)``. Narrow plans where they
     exist, else every new partition reads every old one. Needs the JVM shim."""
-    from dstream.scheduler.shim import SHIM_JAR, ShimMissingError
+    from dstream.jvm import SHIM_JAR, ShimMissingError
 
     plan = narrow_plan(old, new) or [list(range(old)) for _ in range(new)]
     cls = _rescaled_class(sc)
@@ -177,7 +177,7 @@ def _regrouped(
     import pyspark
     from pyspark.rdd import Partitioner, portable_hash
 
-    from dstream.scheduler.shim import invoke_static
+    from dstream.jvm import invoke_static
 
     jvm = sc._jvm
     assert jvm is not None
@@ -209,7 +209,7 @@ def _rescaled_class(sc: SparkContext) -> Any:
     once, without the shim: rescales then shuffle the state)."""
     import logging
 
-    from dstream.scheduler.shim import SHIM_JAR, ShimMissingError, shim_class
+    from dstream.jvm import SHIM_JAR, ShimMissingError, shim_class
 
     try:
         cls = shim_class(sc, "io.dstream.shim.state.Rescaled")

@@ -27,7 +27,6 @@ import time as _time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dstream.dstream import DStream
 from dstream.functions import UserFunction
 from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
 from dstream.storage.checkpoint import write_partition as _write_partition
@@ -48,13 +47,13 @@ __all__ = ["StateStream"]
 log = logging.getLogger(__name__)
 
 
-class StateStream(DStream[Any]):
+class StateStream(DStreamCore[Any]):
     _is_state = True
     _needs_storage = True
 
     def __init__(
         self,
-        parents: Sequence[DStream[Any]],
+        parents: Sequence[DStreamCore[Any]],
         *,
         name: str,
         num_partitions: int,

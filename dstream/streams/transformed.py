@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dstream.dstream import DStream
 from dstream.errors import UserFunctionError
 from dstream.functions import UserFunction
+from dstream.streams.base import DStreamCore
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 __all__ = ["TransformedDStream", "UnionDStream"]
 
 
-class TransformedDStream(DStream[Any]):
+class TransformedDStream(DStreamCore[Any]):
     def __init__(
         self,
-        parents: Sequence[DStream[Any]],
+        parents: Sequence[DStreamCore[Any]],
         fn: Callable[[Time, list[RDD[Any]]], RDD[Any] | None],
         *,
         name: str,
@@ -69,8 +69,8 @@ class TransformedDStream(DStream[Any]):
         return result
 
 
-class UnionDStream(DStream[Any]):
-    def __init__(self, parents: Sequence[DStream[Any]], *, name: str = "union") -> None:
+class UnionDStream(DStreamCore[Any]):
+    def __init__(self, parents: Sequence[DStreamCore[Any]], *, name: str = "union") -> None:
         if not parents:
             raise ValueError("union() needs at least one stream; pass the streams to combine")
         super().__init__(parents[0]._graph, parents, name=name)

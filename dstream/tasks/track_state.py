@@ -6,7 +6,7 @@ every interval what *all* keys cost. Here a partition's state at interval t is::
 
     snapshot(c)  +  delta(t)          (c = the last compaction, at most a few intervals ago)
 
-* the snapshot is an immutable SQLite file (:mod:`dstream.storage.state_table`), written by
+* the snapshot is an immutable SQLite file (:mod:`dstream.storage.snapshots`), written by
   an asynchronous compaction every checkpoint interval — it is the state's checkpoint; it is
   named and opened by the SHA-256 of its content (:class:`SnapshotRef`), so a snapshot that
   someone else changed is refused before any state in it is unpickled;
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dstream.storage.integrity import VerifiedFile, open_verified
-from dstream.storage.state_table import StateTable, write_table
+from dstream.storage.snapshots import StateTable, write_table
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles
 
 __all__ = [

@@ -145,7 +145,7 @@ def main() -> None:
     files_clock, queue_clock = HoldingClock(), HoldingClock()
     files = words_context(sc, work, files_clock)
     queue = queue_context(sc, queue_clock, args.batches)
-    contexts = {str(files._id): files, str(queue._id): queue}
+    contexts = {str(engine_of(files).id): files, str(engine_of(queue).id): queue}
     files.start()
     queue.start()
 
@@ -174,8 +174,8 @@ def main() -> None:
                     key: {"progress": ssc.recentProgress, "id": engine_of(ssc).job_group_prefix}
                     for key, ssc in contexts.items()
                 },
-                "files": str(files._id),
-                "queue": str(queue._id),
+                "files": str(engine_of(files).id),
+                "queue": str(engine_of(queue).id),
             }
         ),
         flush=True,

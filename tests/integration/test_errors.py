@@ -24,8 +24,8 @@ def test_batch_duration_is_validated(sc: Any) -> None:
         StreamingContext(sc)
     with pytest.raises(TypeError, match=r"needs a pyspark\.SparkContext, got str"):
         StreamingContext("local[2]", 1)  # type: ignore[arg-type]
-    assert StreamingContext(sc, "500ms")._batch_duration.ms == 500
-    assert StreamingContext(sc, 0.25)._batch_duration.ms == 250
+    assert engine_of(StreamingContext(sc, "500ms")).batch_duration.ms == 500
+    assert engine_of(StreamingContext(sc, 0.25)).batch_duration.ms == 250
 
 
 def test_non_callables_are_refused_with_the_operator_name(harness: Any) -> None:

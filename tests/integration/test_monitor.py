@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dstream import ContextStateError, Time
+from dstream import ContextStateError, Time, jvm
 from dstream.scheduler import shim
 from dstream.scheduler.engine import engine_of
 from dstream.settings import AvoidancePolicy, ElasticPolicy, StreamingSettings
@@ -70,13 +70,14 @@ def test_without_the_shim_the_program_runs_and_says_what_is_missing(
     harness: Any, monkeypatch: Any, tmp_path: Path, caplog: Any
 ) -> None:
     missing = tmp_path / "dstream-shim.jar"
-    monkeypatch.setattr(shim, "SHIM_JAR", missing)
-    monkeypatch.setattr(shim, "_loaded", {})
-    monkeypatch.setattr(shim, "_class_on_classpath", lambda sc: False)
+    for module in (shim, jvm):  # the feed's names, and the loader's own (dstream.jvm)
+        monkeypatch.setattr(module, "SHIM_JAR", missing)
+        monkeypatch.setattr(module, "_class_on_classpath", lambda sc: False)
+    monkeypatch.setattr(jvm, "_loaded", {})
     h: Harness = harness()
     seen: list[list[int]] = []
     h.ssc.queueStream([[1, 2]]).foreachRDD(lambda rdd: seen.append(rdd.collect()))
-    with caplog.at_level(logging.WARNING, logger="dstream.context"):
+    with caplog.at_level(logging.WARNING, logger="dstream.scheduler.engine"):
         h.ssc.start()
     assert f"dstream JVM shim jar not found at {missing}" in caplog.text
     assert "build it with `make shim`" in caplog.text

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dstream import ManualClock, StreamingContext, Time
+from dstream.dstream import handle_for
 from dstream.scheduler.engine import engine_of
 
 from .conftest import Harness
@@ -204,7 +205,9 @@ def test_queries_after_a_driver_restart_read_the_rebuilt_state(sc: Any, tmp_path
     resumed.start()
     clock.advance(2 * B)
     assert resumed.wait_for_batch(5 * B, 60)
-    totals = next(s for s in engine_of(resumed).graph.streams if s._user_name == "totals")
+    totals = handle_for(
+        next(s for s in engine_of(resumed).graph.streams if s._user_name == "totals")
+    )
     assert dict(totals.snapshot().collect()) == {"x": 3, "y": 1, "z": 1}
     assert totals.lookup("x") == [3]
     resumed.stop(stopSparkContext=False)

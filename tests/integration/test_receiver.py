@@ -47,7 +47,7 @@ def test_records_in_equal_records_out(harness: Any) -> None:
                 client.send(record)
                 sent.append(record)
             assert client.wait_stored(60)  # acknowledged = stored before the interval
-            assert stream._wait_for_pending(1, 60)
+            assert stream._node._wait_for_pending(1, 60)
             h.run_batches(1)
         # The last interval's commit goes out once a later interval completes.
         h.run_batches(2)
@@ -73,11 +73,11 @@ def test_a_client_with_the_wrong_secret_is_refused(harness: Any) -> None:
             client.wait_committed(60)
     finally:
         client.close()
-    assert len(stream._refusals) == 1
-    assert "wrong HMAC" in stream._refusals[0][1]
+    assert len(stream._node._refusals) == 1
+    assert "wrong HMAC" in stream._node._refusals[0][1]
     h.run_batches(1)  # the listener bus delivers the report
     assert any("refused a client" in m for m in errors.messages), errors.messages
-    assert stream._pending_blocks() == []
+    assert stream._node._pending_blocks() == []
     assert out == {1000: []}  # nothing of the refused client's got in
 
 
@@ -112,7 +112,7 @@ def test_a_receiver_dies_and_the_client_resends_to_the_other_once_only(harness: 
         assert client.wait_stored(60)
         h.run_batches(1)  # interval 1 holds the 6 blocks; not committed to the client yet
         assert client.kept_blocks == 6
-        stream._kill_listener(0)
+        stream._node._kill_listener(0)
         for record in sent[30:]:  # sent on to the second receiver, after the 6 kept ones
             client.send(record)
         assert client.wait_stored(60)
@@ -133,20 +133,20 @@ def test_the_receiver_takes_no_block_while_an_interval_worth_waits(
 
     h = harness(settings=StreamingSettings(receiver_max_buffered=10))
     stream = createStream(h.ssc, SECRET, free_port(), placement=placement)
-    assert isinstance(stream, ReceiverInputDStream)
+    assert isinstance(stream._node, ReceiverInputDStream)
     out = collect(stream)
     h.ssc.start()
     if placement == "executors":
-        assert stream._wait_for_receivers(1, 60)
+        assert stream._node._wait_for_receivers(1, 60)
     sent = [f"z{i}" for i in range(20)]
     with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
         for record in sent:
             client.send(record)
         client.flush()
-        assert stream._wait_for_pending(2, 60)
+        assert stream._node._wait_for_pending(2, 60)
         # 10 records wait for the next interval: no third block is taken meanwhile.
         assert not client.wait_stored(1.0)
-        first = sorted(b.seq for b in stream._pending_blocks())
+        first = sorted(b.seq for b in stream._node._pending_blocks())
         if placement == "driver":
             assert first == [0, 1]
         else:  # a connection's blocks are stored several at a time: any two come first
@@ -167,17 +167,17 @@ def test_stopping_while_a_receiver_on_an_executor_waits_for_room(harness: Any) -
 
     h = harness(settings=StreamingSettings(receiver_max_buffered=5))
     stream = createStream(h.ssc, SECRET, free_port(), placement="executors")
-    assert isinstance(stream, ReceiverInputDStream)
+    assert isinstance(stream._node, ReceiverInputDStream)
     collect(stream)
     h.ssc.start()
-    assert stream._wait_for_receivers(1, 60)
+    assert stream._node._wait_for_receivers(1, 60)
     with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
         for i in range(15):
             client.send(f"w{i}")
         client.flush()
-        assert stream._wait_for_pending(1, 60)
+        assert stream._node._wait_for_pending(1, 60)
         assert not client.wait_stored(1.0)  # the others wait for room
-        remote = stream._remote
+        remote = stream._node._remote
         assert remote is not None
         sc = h.ssc.sparkContext
         h.ssc.stop(stopSparkContext=False)
@@ -228,27 +228,27 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
     driver's), blocks are StreamBlockIds in the block manager, bytes stay bytes, and
     stopping the stream ends the receiver's job."""
 
+    from dstream.receiver.blocks import _executors
     from dstream.receiver.source import ReceiverInputDStream
-    from dstream.receiver.storage import _executors
 
     h = harness()
     sc = h.ssc.sparkContext
     port = free_port()
     stream = createStream(h.ssc, SECRET, port, placement="executors", asText=False)
-    assert isinstance(stream, ReceiverInputDStream)
+    assert isinstance(stream._node, ReceiverInputDStream)
     out = collect(stream)
     h.ssc.start()
-    assert stream._wait_for_receivers(1, 60)
+    assert stream._node._wait_for_receivers(1, 60)
     assert receiverAddresses(stream) == [("127.0.0.1", port)]
-    assert [executor for executor, _ in stream._receivers().values()] == ["driver"]
+    assert [executor for executor, _ in stream._node._receivers().values()] == ["driver"]
     sent = [f"r{i}".encode() for i in range(11)] + [b"\xff not UTF-8"]
     with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
         for record in sent:
             client.send(record)
         assert client.wait_stored(60)  # "A": stored and registered with the driver
-        assert stream._wait_for_pending(3, 60)
-        first = [b.spark_id for b in stream._pending_blocks()]
-        assert {i[:2] for i in first} == {("input", stream._id)}
+        assert stream._node._wait_for_pending(3, 60)
+        first = [b.spark_id for b in stream._node._pending_blocks()]
+        assert {i[:2] for i in first} == {("input", stream._node._id)}
         assert all(_executors(sc, first))
         h.run_batches(2)  # the first interval's commit goes out when the second completes
         assert client.wait_committed(60)
@@ -262,7 +262,7 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
 
 
 def test_blocks_received_together_are_stored_in_one_job(harness: Any) -> None:
-    from dstream.receiver.storage import interval_rdd, store_blocks
+    from dstream.receiver.blocks import interval_rdd, store_blocks
 
     sc = harness().ssc.sparkContext
     tracker = sc.statusTracker()

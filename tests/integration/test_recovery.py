@@ -20,7 +20,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
 from dstream.errors import HaltedError
-from dstream.scheduler.coordinator import BatchCoordinator, Progress
+from dstream.scheduler.coordinator import BatchCoordinator, Position
 from dstream.scheduler.engine import engine_of
 from dstream.storage.filesystem import LocalFileSystem
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
@@ -311,10 +311,10 @@ def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
     hook_entered, release = threading.Event(), threading.Event()
     journal_batch = BatchCoordinator.batch_completed
 
-    def slow_hook(self: BatchCoordinator, time: Time, progress: Progress) -> None:
+    def slow_hook(self: BatchCoordinator, time: Time, position: Position) -> None:
         hook_entered.set()
         assert release.wait(120)
-        journal_batch(self, time, progress)
+        journal_batch(self, time, position)
 
     monkeypatch.setattr(BatchCoordinator, "batch_completed", slow_hook)
     ssc.start()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, Time
+from dstream.dstream import handle_for
 from dstream.scheduler.engine import engine_of
 
 from .test_recovery import T0, TEXTS, B, expected_outputs, outputs, put
@@ -65,7 +66,8 @@ def advance(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
 
 
 def state_of(ssc: StreamingContext, kind: str = "StateDStream") -> Any:
-    return next(s for s in engine_of(ssc).graph.streams if type(s).__name__ == kind)
+    """The user's handle over the program's state node of type ``kind``."""
+    return handle_for(next(s for s in engine_of(ssc).graph.streams if type(s).__name__ == kind))
 
 
 def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[str, Path]) -> None:
@@ -102,8 +104,8 @@ def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[st
     for i in (5, 9):
         assert "Rescaled" in lineage[i], lineage[i]
     assert "Rescaled" not in lineage[4]
-    assert state._journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
-    assert window._schedule.steps() == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 2)]
+    assert state._node._journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
+    assert window._node._schedule.steps() == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 2)]
 
 
 def test_a_count_no_narrow_plan_serves_is_reached_by_one_shuffle(
@@ -154,8 +156,8 @@ def test_a_restart_from_before_a_rescale_replays_forward_at_the_journaled_counts
         rebuildGraph=True,
     )
     state = state_of(resumed)
-    assert state._schedule.at(T0 + 4 * B) == 4 and state._schedule.at(T0 + 7 * B) == 8
-    assert state_of(resumed, "ReducedWindowedDStream")._schedule.at(T0 + 7 * B) == 4
+    assert state._node._schedule.at(T0 + 4 * B) == 4 and state._node._schedule.at(T0 + 7 * B) == 8
+    assert state_of(resumed, "ReducedWindowedDStream")._node._schedule.at(T0 + 7 * B) == 4
     counts: dict[int, int] = {}
     state.foreachRDD(lambda t, rdd: counts.__setitem__((t.ms - T0) // B, rdd.getNumPartitions()))
     try:
@@ -179,7 +181,7 @@ def test_rescale_is_refused_where_partitions_are_fixed(harness: Any) -> None:
     with pytest.raises(ValueError, match="must be a positive int"):
         totals.rescale(0)
     assert totals.rescale(6) is None  # before start: the count it starts with
-    state = totals._checkpoint_target or totals
+    state = totals._node._checkpoint_target or totals._node
     assert state._partitions == 6 and state._schedule.steps() == [(0, 6)]
 
 
@@ -189,7 +191,7 @@ def test_a_journal_from_before_states_rescaled_restores_with_its_count(harness: 
     h = harness()
     pairs = h.ssc.rateStream(10, numPartitions=1, seed=3).map(lambda line: (line[:1], 1))
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 6)
-    state = totals._checkpoint_target or totals
+    state = totals._node._checkpoint_target or totals._node
     old_shape = {"kind": "StateDStream", "partitions": 4, "slide_ms": 1000}
     state._restore_state({"shape": old_shape, "key": "7", "checkpoint_ms": 2000})
     assert state._schedule.steps() == [(0, 4)] and state._wanted_partitions == 6

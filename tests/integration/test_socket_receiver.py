@@ -271,11 +271,11 @@ def test_backpressure_caps_each_interval_at_the_learned_rate_and_loses_nothing(
         conn = server.accept()
         first = 1000
         conn.sendall(b"".join(numbered(i) for i in range(first)))
-        assert source._wait_for_buffered(first, WAIT_S)
-        assert source._rate_limit is None  # nothing learnt yet: no cap
+        assert source._node._wait_for_buffered(first, WAIT_S)
+        assert source._node._rate_limit is None  # nothing learnt yet: no cap
         t = h.run_batches(1)
         assert done.wait(t.ms)
-        rate = source._rate_limit
+        rate = source._node._rate_limit
         assert rate is not None and rate >= 100
         assert h.ssc.lastProgress["sources"][0]["rateLimit"] == round(rate, 1)
         allowance = max(1, int(rate * h.batch_ms / 1000))
@@ -285,16 +285,16 @@ def test_backpressure_caps_each_interval_at_the_learned_rate_and_loses_nothing(
         sender.start()
         # The first capped interval holds the allowance exactly (the buffer was empty
         # when the rate was set, and the sender has more).
-        assert source._wait_for_buffered(allowance, WAIT_S)
+        assert source._node._wait_for_buffered(allowance, WAIT_S)
         t = h.run_batches(1)
         assert done.wait(t.ms)
         assert len(out.in_order()[-1]) == allowance
         caps = [allowance]  # the cap after each interval
         while (received := sum(len(b) for b in out.in_order())) < total:
-            rate = source._rate_limit
+            rate = source._node._rate_limit
             assert rate is not None
             caps.append(max(1, int(rate * h.batch_ms / 1000)))
-            assert source._wait_for_buffered(min(caps[-1], total - received), WAIT_S)
+            assert source._node._wait_for_buffered(min(caps[-1], total - received), WAIT_S)
             t = h.run_batches(1)
             assert done.wait(t.ms)
             # Lines buffered before the rate changed were held under the cap before it.

@@ -162,7 +162,7 @@ def test_cache_persists_each_interval_and_unpersists_old_ones(harness: Any) -> N
     assert seen == [True, True, True]
     # Only what the remember duration needs is kept (one interval here); older RDDs are
     # unpersisted when the batch after them completes.
-    assert list(cached._generated.values()) == [rdds[2]]
+    assert list(cached._node._generated.values()) == [rdds[2]]
     assert [r.is_cached for r in rdds] == [False, False, True]
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dstream.scheduler.engine import engine_of
-from dstream.storage.state_table import decode_manifest
+from dstream.storage.snapshots import decode_manifest
 from dstream.testing.streams import BatchCollector, normalize
 from tests.oracles import track_oracle
 
@@ -110,7 +110,7 @@ def test_snapshots_are_written_and_old_ones_deleted(harness: Any, tmp_path: Any)
     h.ssc.start()
     for _ in batches:
         h.run_batches(1)
-    state_dir = sessions._directory
+    state_dir = sessions._node._directory
     assert state_dir is not None and state_dir.startswith(str(tmp_path))
     engine_of(h.ssc).checkpointer.wait_idle(60)
     snapshots = sorted(n for n in os.listdir(state_dir) if n.isdigit())

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dstream.storage.state_table import StateTable
+from dstream.storage.snapshots import StateTable
 from dstream.storage.taskfs import LocalTaskFiles
 from dstream.tasks.track_state import (
     SnapshotRef,

@@ -158,7 +158,7 @@ def test_a_changed_snapshot_is_refused_before_anything_is_unpickled(
 
 
 def test_the_manifest_records_one_digest_per_partition() -> None:
-    from dstream.storage.state_table import decode_manifest, encode_manifest
+    from dstream.storage.snapshots import decode_manifest, encode_manifest
 
     digests = [hashlib.sha256(bytes([i])).hexdigest() for i in range(3)]
     assert decode_manifest(encode_manifest(digests), "m", 3) == digests

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dstream.dstream import DStream
 from dstream.functions import UserFunction
 from dstream.storage.checkpoint import partition_path, read_partition
-from dstream.streams.base import STATE
+from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import (
     co_partitioned_union,
     partition_by,
@@ -37,11 +36,11 @@ if TYPE_CHECKING:
 __all__ = ["ReducedWindowedDStream", "WindowedDStream"]
 
 
-class WindowedDStream(DStream[Any]):
+class WindowedDStream(DStreamCore[Any]):
     """The union of the parent's RDDs inside each window. The parent is persisted, so each
     interval's records are computed once however many windows they fall in."""
 
-    def __init__(self, parent: DStream[Any], spec: WindowSpec, *, name: str = "window") -> None:
+    def __init__(self, parent: DStreamCore[Any], spec: WindowSpec, *, name: str = "window") -> None:
         super().__init__(parent._graph, [parent], name=name)
         self._spec = spec
         if parent._storage_level is None:
@@ -91,7 +90,7 @@ class ReducedWindowedDStream(StateStream):
 
     def __init__(
         self,
-        parent: DStream[Any],
+        parent: DStreamCore[Any],
         func: Callable[[Any, Any], Any],
         inv_func: Callable[[Any, Any], Any],
         spec: WindowSpec,

@@ -1,0 +1,101 @@
+"""The package's layers: no module imports one from a layer above its own, so there is no
+import circle across dstream/'s packages (the architecture step, issue 33). Read from the
+source with ``ast``: every import that runs (at module level or inside a function), not
+those under ``if TYPE_CHECKING:``, which only annotations read."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import dstream
+
+ROOT = Path(dstream.__file__).parent
+
+# Top first. A module may import its own layer's package and any layer below it; the
+# bottom layer's modules (pure, no Spark needed) may import each other.
+LAYERS: list[set[str]] = [
+    {"cli", "testing", "__main__"},  # the command line; helpers for users' tests
+    {"context"},  # the user's StreamingContext, the PySpark facade over the engine
+    {"kafka", "receiver"},  # input streams made from a user's context
+    {"dstream"},  # DStream: the handle users hold over a node of the graph
+    {"api"},  # the methods users call, one family per module
+    {"scheduler"},  # the engine: start/stop, the event loop, recovery, the monitor
+    {"sources"},  # input stream nodes
+    {"streams"},  # the graph and its nodes
+    {"tasks"},  # what runs inside Spark tasks
+    {"storage"},  # formats and file systems
+]
+LEAVES = {
+    "clock", "errors", "functions", "jvm", "listener", "settings", "shutdown", "sparkconf",
+    "tables", "time", "timetext", "versions",
+}  # fmt: skip
+
+
+def _unit(module: str) -> str:
+    """``dstream.scheduler.engine`` -> ``scheduler``; ``dstream.time`` -> ``time``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(unit: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if unit in layer:
+            return i
+    assert unit in LEAVES, f"dstream.{unit} is in no layer of {__file__}: add it"
+    return len(LAYERS)
+
+
+def _runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every dstream import in ``path`` that runs."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and getattr(block.test, "id", None) == "TYPE_CHECKING"
+        for node in ast.walk(block)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "dstream":  # `from dstream import shutdown`: the submodules
+                found += [(node.lineno, f"dstream.{a.name}") for a in node.names]
+            elif node.module.startswith("dstream."):
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("dstream.")]
+    return found
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT.parent).with_suffix("")
+        out.append((".".join(relative.parts).removesuffix(".__init__"), path))
+    return out
+
+
+def test_no_module_imports_one_from_a_layer_above_it() -> None:
+    climbs = []
+    for module, path in _modules():
+        if module == "dstream":  # the package's lazy re-exports (dstream/__init__.py)
+            continue
+        own = _layer(_unit(module))
+        for line, target in _runtime_imports(path):
+            if target == "dstream.__version__":  # the version is defined at the root
+                continue
+            unit = _unit(target)
+            if unit == _unit(module):
+                continue
+            if _layer(unit) < own or (own == len(LAYERS) and unit not in LEAVES):
+                climbs.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")
+    assert climbs == []
+
+
+def test_the_layers_name_every_package_and_module() -> None:
+    units = {_unit(module) for module, _ in _modules()} - {""}
+    named = set().union(*LAYERS) | LEAVES
+    assert units - named == set(), "new packages or modules need a layer"
+    assert named - units == set(), "layers name packages that no longer exist"
