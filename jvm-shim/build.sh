@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds jvm-shim/listener/target/dstream-shim.jar (the io.dstream.shim SparkListener) and
+# Builds jvm-shim/shim/target/dstream-shim.jar (the io.dstream.shim SparkListener) and
 # puts a copy in dstream/jars/, where the package finds it (an editable install reads it there;
 # a wheel ships it as package data: setup.py runs this script when the wheel is built).
 #
@@ -15,7 +15,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
-module="$here/listener"
+module="$here/shim"
 src="$module/src/main/java"
 target="$module/target"
 jar_out="$target/dstream-shim.jar"

@@ -1,8 +1,15 @@
 package io.dstream.shim;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Date;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -174,16 +181,19 @@ public class EventRecorder extends SparkListener {
    * to host.
    */
   public String liveExecutors() {
-    StringBuilder out = new StringBuilder("{");
-    synchronized (lock) {
-      for (Map.Entry<String, String> entry : executorHosts.entrySet()) {
-        if (out.length() > 1) {
-          out.append(',');
+    StringWriter out = new StringWriter();
+    try (JsonGenerator json = JSON.createGenerator(out)) {
+      json.writeStartObject();
+      synchronized (lock) {
+        for (Map.Entry<String, String> entry : executorHosts.entrySet()) {
+          json.writeStringField(entry.getKey(), entry.getValue());
         }
-        out.append(quote(entry.getKey())).append(':').append(quote(entry.getValue()));
       }
+      json.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
-    return out.append('}').toString();
+    return out.toString();
   }
 
   public long dropped() {
@@ -305,7 +315,7 @@ public class EventRecorder extends SparkListener {
   @Override
   public void onJobStart(SparkListenerJobStart event) {
     String group = jobGroup(event.properties());
-    StringBuilder stageIds = new StringBuilder();
+    List<Integer> stageIds = new ArrayList<>();
     synchronized (lock) {
       jobGroups.put(event.jobId(), group);
       Iterator<StageInfo> it = event.stageInfos().iterator();
@@ -314,10 +324,7 @@ public class EventRecorder extends SparkListener {
         if (group != null) {
           stageGroups.put(stageId, group);
         }
-        if (stageIds.length() > 0) {
-          stageIds.append(',');
-        }
-        stageIds.append(stageId);
+        stageIds.add(stageId);
       }
     }
     buffer.add(
@@ -325,7 +332,7 @@ public class EventRecorder extends SparkListener {
             .add("job_id", event.jobId())
             .add("time", event.time())
             .str("job_group", group)
-            .raw("stage_ids", "[" + stageIds + "]")
+            .ints("stage_ids", stageIds)
             .toString());
   }
 
@@ -473,25 +480,6 @@ public class EventRecorder extends SparkListener {
     return colon > 0 ? hostPort.substring(0, colon) : hostPort;
   }
 
-  /** {@code value} as a JSON string literal, quotes included ({@code null} for null). */
-  static String quote(String value) {
-    if (value == null) {
-      return "null";
-    }
-    StringBuilder out = new StringBuilder(value.length() + 2).append('"');
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if (c == '"' || c == '\\') {
-        out.append('\\').append(c);
-      } else if (c < 0x20) {
-        out.append(String.format("\\u%04x", (int) c));
-      } else {
-        out.append(c);
-      }
-    }
-    return out.append('"').toString();
-  }
-
   private static <K, V> Map<K, V> boundedMap() {
     return new LinkedHashMap<K, V>(64, 0.75f, false) {
       private static final long serialVersionUID = 1L;
@@ -503,47 +491,80 @@ public class EventRecorder extends SparkListener {
     };
   }
 
+  /** Writes the records' JSON (Jackson's, on Spark's classpath; the Python side parses it). */
+  private static final JsonFactory JSON = new JsonFactory();
+
   /** Builds one record: a JSON object whose first key is the kind. */
   private static final class Line {
-    private final StringBuilder sb = new StringBuilder(192);
+    private final StringWriter out = new StringWriter(192);
+    private final JsonGenerator json;
 
     Line(String kind) {
-      sb.append("{\"kind\":").append(quote(kind));
+      try {
+        json = JSON.createGenerator(out);
+        json.writeStartObject();
+        json.writeStringField("kind", kind);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
     }
 
-    private StringBuilder key(String name) {
-      return sb.append(",\"").append(name).append("\":");
+    /** Runs one write; a StringWriter never fails, so IOException only wraps a bug. */
+    private Line write(Write write) {
+      try {
+        write.run();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      return this;
     }
 
     Line add(String name, long value) {
-      key(name).append(value);
-      return this;
+      return write(() -> json.writeNumberField(name, value));
     }
 
     Line add(String name, boolean value) {
-      key(name).append(value);
-      return this;
+      return write(() -> json.writeBooleanField(name, value));
     }
 
     Line str(String name, String value) {
-      key(name).append(quote(value));
-      return this;
+      return write(() -> json.writeStringField(name, value));
     }
 
-    /** A value already in JSON (a list of integers). */
-    Line raw(String name, String json) {
-      key(name).append(json);
-      return this;
+    Line ints(String name, List<Integer> values) {
+      return write(
+          () -> {
+            json.writeArrayFieldStart(name);
+            for (int value : values) {
+              json.writeNumber(value);
+            }
+            json.writeEndArray();
+          });
     }
 
     Line time(String name, Option<Object> value) {
-      key(name).append(value.isEmpty() ? "null" : ((Number) value.get()).longValue());
-      return this;
+      return write(
+          () -> {
+            if (value.isEmpty()) {
+              json.writeNullField(name);
+            } else {
+              json.writeNumberField(name, ((Number) value.get()).longValue());
+            }
+          });
     }
 
     @Override
     public String toString() {
-      return sb.append('}').toString();
+      write(
+          () -> {
+            json.writeEndObject();
+            json.close();
+          });
+      return out.toString();
+    }
+
+    private interface Write {
+      void run() throws IOException;
     }
   }
 }
