@@ -123,7 +123,7 @@ def main() -> int:
     received.foreachRDD(keep("socket"))
     ssc.start()
     volatile.start()
-    received._wait_for_buffered(2, 60)  # the receiver has both lines before the cut
+    received._node._wait_for_buffered(2, 60)  # the receiver has both lines before the cut
     for _ in range(4):
         clock.advance(1000)
     assert ssc.wait_for_batch(now + 4000, 180) and volatile.wait_for_batch(now + 4000, 180)
