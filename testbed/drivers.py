@@ -95,7 +95,7 @@ class DriverProcess:
         self.app_id: str | None = None  # Spark's application id of the running driver
         self.batches: list[dict[str, Any]] = []  # the running driver's completed intervals
         self._stderr: list[str] = []
-        self._stderr_tail: deque[str] = deque(maxlen=60)  # everything, for a failure's report
+        self._stderr_tail: deque[str] = deque(maxlen=400)  # everything, for a failure's report
         self._stderr_done = threading.Event()
 
     def start(self) -> None:
@@ -111,7 +111,7 @@ class DriverProcess:
         )
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         self._stderr, self._stderr_done = [], threading.Event()
-        self._stderr_tail = deque(maxlen=60)
+        self._stderr_tail = deque(maxlen=400)
         threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
         assert self.started.wait(180), "the application did not start"
 
