@@ -6,6 +6,7 @@ those under ``if TYPE_CHECKING:``, which only annotations read."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import dstream
@@ -99,3 +100,17 @@ def test_the_layers_name_every_package_and_module() -> None:
     named = set().union(*LAYERS) | LEAVES
     assert units - named == set(), "new packages or modules need a layer"
     assert named - units == set(), "layers name packages that no longer exist"
+
+
+def test_no_module_but_the_context_touches_its_private_fields() -> None:
+    """StreamingContext is the user's façade: the engine behind it is reached with
+    ``engine_of(ssc)`` and its graph with ``graph_of(ssc)``, never through its fields."""
+    fields = re.compile(r"\.(_engine|_sc|_check_can_add)\b")
+    reaching = [
+        f"{path.relative_to(ROOT.parent)}:{n}"
+        for module, path in _modules()
+        if module != "dstream.context"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if fields.search(line) and "self._" not in line
+    ]
+    assert reaching == []
