@@ -36,7 +36,7 @@ minicluster:
 	bash jvm-shim/minicluster/build.sh
 
 # Apache Kafka's broker jars (KRaft) for the Kafka tests; `bash jvm-shim/kafka/build.sh
-# connector` adds Spark's Kafka source for bench/kafka.py.
+# connector` adds Spark's Kafka source for bench/inputs/kafka.py.
 kafka:
 	bash jvm-shim/kafka/build.sh
 

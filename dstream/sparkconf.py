@@ -43,7 +43,7 @@ RECOMMENDED: dict[str, str] = {
     # refused connection 3 times 5 s apart (Spark's default) before it reports the fetch
     # failure that makes the scheduler recompute the lost outputs; meanwhile it holds its
     # core, so the survivors run little else. Event logs of WordCount with one executor of
-    # three killed (bench/faults.py --figures loss): such tasks held both surviving cores
+    # three killed (bench/paper/faults.py --figures loss): such tasks held both surviving cores
     # for 6 s of a 6.8 s failure interval. One retry 200 ms later reports it within ~0.3 s
     # and still rides out a connection reset; a live executor that is slow to answer is
     # covered by the connection timeout, not by these retries.

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--no-policy",
         action="store_true",
-        help="no elastic policy: the executors stay as started (a peer for bench/elastic.py)",
+        help="no elastic policy: the executors stay as started (bench/engine/elastic.py's peer)",
     )
     p.add_argument(
         "--decommission",

@@ -9,7 +9,7 @@ with SIGKILL in the middle of an interval. Prints one JSON object per run.
 dies with it, as when a machine is lost: nothing replaces it, so such a run must be the
 last. Each run reports every interval's output, its processing time, which executors were
 killed and which are alive at the end. tests/cluster compares the runs' outputs;
-bench/faults.py plots their processing times (the paper's Figures 10-12).
+bench/paper/faults.py plots their processing times (the paper's Figures 10-12).
 
 Spark allows one SparkContext per process, hence a process of its own. This module must be
 run, not imported, by code that already has a SparkContext.

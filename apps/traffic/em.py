@@ -15,7 +15,7 @@ streaming code used the same shape (a 120 s window with a 60 s half-life, past d
 smoothing strength was 3 pseudo-observations; ours defaults to 1, because with sparse data
 (about one observation per link in a 2-minute window) 3 pseudo-observations at the speed
 limit held the estimates back: they reflected a rush hour 1-4.5 minutes later and were less
-accurate (``bench/traffic.py``, apps/traffic/README.md). A link no observation of the
+accurate (``bench/paper/traffic.py``, apps/traffic/README.md). A link no observation of the
 interval covers keeps its previous estimate; a link never covered has its prior.
 
 One EM iteration: the E-step of every weighted observation (:mod:`traffic.estep`, seeded

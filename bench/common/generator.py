@@ -5,7 +5,7 @@ reads exactly the same records the same way.
 Records are 100-byte lines of Zipf-distributed words (dstream.sources.textgen), seeded by
 the file's sequence number: the content of file n is the same in every run.
 
-    .venv/bin/python bench/generator.py DIR --rate 5000 --seconds 60 --every-ms 250
+    .venv/bin/python -m bench.common.generator DIR --rate 5000 --seconds 60 --every-ms 250
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ one executor JVM), with input files arriving throughout; then every interval of 
 (lines, running totals, 10 s window with an inverse, track() sessions, save() sink) is
 checked against an oracle. Writes bench/results/chaos.json.
 
-    PYTHONPATH=. .venv/bin/python bench/chaos.py [--driver-kills 20 --executor-kills 10]
+    .venv/bin/python -m bench.engine.chaos [--driver-kills 20 --executor-kills 10]
 
 tests/recovery/test_chaos.py runs a short version (2 driver kills, 1 executor kill) in CI;
 bench/README.md, "The full chaos run", reports this one.
@@ -18,5 +18,5 @@ from pathlib import Path
 from testbed.chaos import main
 
 if __name__ == "__main__":
-    out = Path(__file__).parent / "results" / "chaos.json"
+    out = Path(__file__).resolve().parents[1] / "results" / "chaos.json"
     sys.exit(main([*sys.argv[1:], "--out", str(out)]))

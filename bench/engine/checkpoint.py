@@ -3,13 +3,13 @@ against pyspark.streaming's synchronous ones, for the same program in the same r
 
 The program counts words over a sliding 30 s window with an inverse function (a state
 stream, checkpointed every 10 intervals by default in both engines) over a directory that
-bench/generator.py fills with 100-byte records at a steady rate. Each configuration runs on
+bench/common/generator.py fills with 100-byte records at a steady rate. Each configuration runs on
 the system clock for --seconds; the figure is the per-interval processing time its own
 StreamingListener reports, after a warm-up. pyspark.streaming requires checkpoints for this
 program, so it is shown with them only, split into the intervals that wrote one and those
 that did not.
 
-    .venv/bin/python bench/checkpoint.py --rate 3000 --seconds 70
+    .venv/bin/python -m bench.engine.checkpoint --rate 3000 --seconds 70
 """
 
 from __future__ import annotations
@@ -26,11 +26,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
-
-sys.path.insert(0, str(Path(__file__).parent))
-from generator import Generator
-
+from bench.common.generator import Generator
+from bench.common.spark import spark_context
 from dstream import Time
 
 WARMUP = 12
@@ -97,7 +94,9 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=3000)
     p.add_argument("--seconds", type=float, default=70)
     p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "checkpoint.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "checkpoint.json")
+    )
     args = p.parse_args()
     sc = spark_context("dstream-bench-checkpoint")
     rows = []

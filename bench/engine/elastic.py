@@ -14,7 +14,7 @@ work if longer: what a cluster manager bills), the steps
 taken, and how many heavy intervals passed before the interval came back under the batch
 interval (the latency bound) after the load stepped up.
 
-    .venv/bin/python bench/elastic.py
+    .venv/bin/python -m bench.engine.elastic
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
-REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*options: str) -> dict[str, Any]:

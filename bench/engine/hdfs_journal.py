@@ -10,7 +10,7 @@ write it, on the same mini cluster in the same run.
 Each record is a realistic size (apps/recoverable.py writes about 10 KB) and each way writes
 --records of them through MetadataJournal, alternating, so drift affects both alike.
 
-    .venv/bin/python bench/hdfs_journal.py --records 200
+    .venv/bin/python -m bench.engine.hdfs_journal --records 200
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
+from bench.common.spark import spark_context
 
 
 class WebHdfsFileSystem:
@@ -66,7 +66,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--records", type=int, default=200)
     p.add_argument("--size", type=int, default=10_362, help="bytes per record")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "hdfs_journal.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "hdfs_journal.json")
+    )
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from testbed.hdfs import MiniHdfsCluster

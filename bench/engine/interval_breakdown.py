@@ -9,17 +9,17 @@ Programs (``--program``):
 - ``quickstart``: `make run`'s (`apps/wordcount.py`: a rate source at ``--rate``, word
   counts over a 30 s window with the inverse, the top 5 taken each interval).
 - ``grep`` and ``wordcount``: the throughput benchmark's columnar programs
-  (bench/throughput_systems.py) on one file of ``--rate`` 100-byte records per interval
-  (bench/throughput_input.py's records), the light loads of issue 18's goal 1.
+  (bench/paper/throughput_systems.py) on one file of ``--rate`` 100-byte records per interval
+  (bench/paper/throughput_input.py's records), the light loads of issue 18's goal 1.
 
 local[2], on a ManualClock advanced one interval at a time once the previous one completed
 (so no interval waits for another). Task events come from the engine's executor monitor
 (the JVM shim's listener), task metrics from Spark's REST API. The first ``--warmup``
 intervals are left out.
 
-    PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --intervals 45
-    PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --program wordcount --rate 50000
-    PYTHONPATH=. .venv/bin/python bench/interval_breakdown.py --program wordcount --rate 50000 \
+    .venv/bin/python -m bench.engine.interval_breakdown --intervals 45
+    .venv/bin/python -m bench.engine.interval_breakdown --program wordcount --rate 50000
+    .venv/bin/python -m bench.engine.interval_breakdown --program wordcount --rate 50000 \
         --interval-ms 250 --window-s 30 --intervals 160 --warmup 130
 
 ``--interval-ms`` and ``--window-s`` change the interval and the window (default 1000 ms,
@@ -46,8 +46,7 @@ from typing import Any
 from dstream.scheduler.engine import engine_of
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "apps"))
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "apps"))
 
 T0 = 1_700_000_000_000  # the ManualClock's start (epoch ms), so files' times fit intervals
 METRICS = (  # Spark's task metrics (ms) reported per task kind
@@ -67,9 +66,9 @@ def program(args: argparse.Namespace, ssc: Any, work: Path) -> Callable[[int], N
 
         windowed_counts(ssc.rateStream(args.rate), args.window_s).foreachRDD(print_top(5))
         return lambda k: None
-    import throughput_systems
-    from throughput_input import RecordPool
-    from throughput_systems import dstream_columnar_program
+    from bench.paper import throughput_systems
+    from bench.paper.throughput_input import RecordPool
+    from bench.paper.throughput_systems import dstream_columnar_program
 
     throughput_systems.WINDOW_S = args.window_s
     step = args.interval_ms
@@ -117,11 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "" if args.program == "quickstart" else f"-{args.program}"
     if (args.interval_ms, args.window_s) != (1000, 30):
         suffix += f"-{args.interval_ms}ms-w{args.window_s}"
-    out = args.out or HERE / "results" / f"interval_breakdown{suffix}.json"
+    out = args.out or HERE.parent / "results" / f"interval_breakdown{suffix}.json"
 
     from pyspark import SparkContext
-    from throughput_probe import default_work_root
 
+    from bench.paper.throughput_probe import default_work_root
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.scheduler.shim import StageCompleted, StageSubmitted, TaskEnd
     from dstream.sparkconf import recommended_conf
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     events = feed.poll()
     stats = engine_of(
         ssc
-    ).scheduler.stats  # the driver's own time per interval (as bench/overhead.py)
+    ).scheduler.stats  # the driver's own time per interval (as bench/engine/overhead.py)
     per: dict[int, dict[str, Any]] = {}
     for e in events:
         group = getattr(e, "job_group", None) or ""

@@ -5,7 +5,7 @@ RDDs (lines of toDebugString), the driver's bookkeeping (remembered RDDs, state 
 shuffles kept for rebuilds), the checkpoint directories on disk and the Python heap
 (tracemalloc).
 
-    .venv/bin/python bench/longrun.py --intervals 2000 --every 250
+    .venv/bin/python -m bench.engine.longrun --intervals 2000 --every 250
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
-
+from bench.common.spark import spark_context
 from dstream.scheduler.engine import engine_of
 
 
@@ -30,7 +29,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--intervals", type=int, default=2000)
     p.add_argument("--every", type=int, default=250)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "longrun.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "longrun.json")
+    )
     args = p.parse_args()
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.streams.state_base import StateStream

@@ -11,7 +11,7 @@ listener figures are not comparable across the two engines.) For dstream the dri
 time inside the scheduler (perf_counter) is also reported: job generation, and the
 completion bookkeeping.
 
-    .venv/bin/python bench/overhead.py --batches 60 --batch-ms 200
+    .venv/bin/python -m bench.engine.overhead --batches 60 --batch-ms 200
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
-
+from bench.common.spark import spark_context
 from dstream.scheduler.engine import engine_of
 
 OPS = 10
@@ -109,7 +108,9 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--batch-ms", type=int, default=200)
     p.add_argument("--rounds", type=int, default=3, help="alternate the systems this many times")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "overhead.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "overhead.json")
+    )
     args = p.parse_args()
 
     sc = spark_context("dstream-bench-overhead")

@@ -7,7 +7,7 @@ the intervals queue as they would behind a slow one; the figure is the wall time
 last completed, divided by the number of intervals. Every depth's per-interval outputs are
 compared with depth 1's before any time is reported.
 
-    .venv/bin/python bench/pipelining.py --intervals 30 --rounds 3 --depths 1 2 3
+    .venv/bin/python -m bench.engine.pipelining --intervals 30 --rounds 3 --depths 1 2 3
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
+from bench.common.spark import spark_context
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 B = 1000
 WARMUP = 3
 

@@ -8,9 +8,9 @@ three queries (a person at the shell); 0 runs them back to back. Reports each ph
 median and p95 processing time and scheduling delay, and their ratio. Writes
 bench/results/queries.json.
 
-    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 1000 --seconds 60
-    PYTHONPATH=. .venv/bin/python bench/queries.py --rate 1000 --seconds 60 --think 2
-    PYTHONPATH=. .venv/bin/python bench/queries.py --smoke
+    .venv/bin/python -m bench.engine.queries --rate 1000 --seconds 60
+    .venv/bin/python -m bench.engine.queries --rate 1000 --seconds 60 --think 2
+    .venv/bin/python -m bench.engine.queries --smoke
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
-
+from bench.common.spark import spark_context
 from dstream import StreamingContext, StreamingListener
 
 
@@ -54,7 +53,9 @@ def main() -> int:
     p.add_argument("--think", type=float, default=0.0, help="pause after each query round")
     p.add_argument("--warmup", type=float, default=35, help="the window fills first")
     p.add_argument("--smoke", action="store_true", help="tiny and short: check it runs")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "queries.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "queries.json")
+    )
     args = p.parse_args()
     if args.smoke:
         args.rate, args.seconds, args.warmup = 500, 4, 2

@@ -7,9 +7,9 @@ Python workers starting) are left out. ``--tree DIR`` (repeatable) runs the same
 from other checkouts of this repository too, in alternating order over ``--rounds`` rounds,
 so a change can be compared with the code before it in the same run on the same machine:
 
-    PYTHONPATH=. .venv/bin/python bench/quickstart.py --rate 2000 --seconds 45
+    .venv/bin/python -m bench.engine.quickstart --rate 2000 --seconds 45
     git worktree add /tmp/before <commit>   # then, with its dstream/jars/ copied or linked:
-    PYTHONPATH=. .venv/bin/python bench/quickstart.py --tree . --tree /tmp/before --rounds 2
+    .venv/bin/python -m bench.engine.quickstart --tree . --tree /tmp/before --rounds 2
 
 Writes bench/results/quickstart.json.
 """
@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=5, help="first intervals left out")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--tree", action="append", type=Path, help="checkouts to run (default: .)")
-    p.add_argument("--out", type=Path, default=HERE / "results" / "quickstart.json")
+    p.add_argument("--out", type=Path, default=HERE.parent / "results" / "quickstart.json")
     args = p.parse_args(argv)
-    trees = [t.resolve() for t in (args.tree or [HERE.parent])]
+    trees = [t.resolve() for t in (args.tree or [HERE.parents[1]])]
     got: dict[str, list[tuple[int, int]]] = {str(t): [] for t in trees}
     for r in range(args.rounds):
         for tree in trees if r % 2 == 0 else list(reversed(trees)):

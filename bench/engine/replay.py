@@ -11,8 +11,8 @@ over the replay's time), the live run's median processing time, and whether both
 the same outputs interval by interval (with the intervals that differ). Writes
 bench/results/replay.json.
 
-    PYTHONPATH=. .venv/bin/python bench/replay.py --intervals 60 --records-per-interval 20000
-    PYTHONPATH=. .venv/bin/python bench/replay.py --smoke
+    .venv/bin/python -m bench.engine.replay --intervals 60 --records-per-interval 20000
+    .venv/bin/python -m bench.engine.replay --smoke
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
-
+from bench.common.spark import spark_context
 from dstream import Duration, StreamingContext, StreamingListener, Time
 from dstream.sources.textgen import generate_lines
 
@@ -78,7 +77,9 @@ def main() -> int:
     p.add_argument("--intervals", type=int, default=60)
     p.add_argument("--records-per-interval", type=int, default=50_000)
     p.add_argument("--smoke", action="store_true")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "replay.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "replay.json")
+    )
     args = p.parse_args()
     if args.smoke:
         args.intervals, args.records_per_interval = 4, 200

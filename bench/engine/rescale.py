@@ -7,7 +7,7 @@ run's totals are checked against the run without rescaling before any time is re
 Reports the median interval, each rescale interval's processing time and its ratio to the
 median of the unrescaled run, and the failure intervals.
 
-    .venv/bin/python bench/rescale.py
+    .venv/bin/python -m bench.engine.rescale
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ import argparse
 import json
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from faults import RESULTS, plot, runs, series
+from bench.paper.faults import RESULTS, plot, runs, series
 
 
 def main() -> int:

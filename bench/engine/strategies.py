@@ -11,7 +11,7 @@ show in the p95), the failure interval, and the time lost (the processing time o
 failure interval and the ones after it, less as many median intervals, until the intervals
 are back within 1.5x of the median), medians over the repeats; bytes of checkpoint written.
 
-    .venv/bin/python bench/strategies.py --repeats 3
+    .venv/bin/python -m bench.engine.strategies --repeats 3
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ import argparse
 import json
 import statistics
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from faults import RESULTS, plot, runs, series
+from bench.paper.faults import RESULTS, plot, runs, series
 
 STRATEGIES = ("checkpoint", "replay", "replicate")
 

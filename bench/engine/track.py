@@ -12,7 +12,7 @@ Intervals run back to back on a ManualClock; the cost of one is the wall time fr
 advancing the clock to the batch's completion. track()'s snapshot compaction (every 10
 intervals, asynchronous) runs during the measured intervals, as it would in production.
 
-    .venv/bin/python bench/track.py --idle 0 100000 1000000 --warmup 15 --measure 20
+    .venv/bin/python -m bench.engine.track --idle 0 100000 1000000 --warmup 15 --measure 20
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
+from bench.common.spark import spark_context
 
 ACTIVE_POOL = 5000
 ACTIVE_PER_INTERVAL = 1000
@@ -104,7 +104,9 @@ def main() -> int:
         help="track() intervals before measuring: the idle keys reach a snapshot (every 10)",
     )
     p.add_argument("--update-state-measure", type=int, default=5)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "track.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "track.json")
+    )
     args = p.parse_args()
     sc = spark_context("dstream-bench-track", spark__driver__memory="4g")
     rows = []

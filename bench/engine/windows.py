@@ -8,7 +8,7 @@ counts over windows of 10, 30 and 60 s with ``reduceByKeyAndWindow``: once with 
 is a ManualClock, so intervals run back to back; the cost of an interval is the wall time
 from advancing the clock to the batch's completion, once the window is full.
 
-    .venv/bin/python bench/windows.py --rate 2000 --windows 10 30 60 --measure 15
+    .venv/bin/python -m bench.engine.windows --rate 2000 --windows 10 30 60 --measure 15
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _spark import spark_context
+from bench.common.spark import spark_context
 
 
 def run_one(sc: Any, rate: int, window_s: int, inverse: bool, measure: int) -> list[float]:
@@ -54,7 +54,9 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=2000)
     p.add_argument("--windows", type=int, nargs="+", default=[10, 30, 60])
     p.add_argument("--measure", type=int, default=15, help="intervals measured once full")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "windows.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "windows.json")
+    )
     args = p.parse_args()
     sc = spark_context("dstream-bench-windows")
     rows = []

@@ -6,8 +6,8 @@ Python as strings); the exact form only escapes glob characters in each path, so
 should take the same time. Each way counts the lines of --mb megabytes of text in --files
 files, alternating, --repeats times; the median of each is printed as JSON.
 
-    .venv/bin/python bench/file_paths.py --mb 50 --files 10 --repeats 7
-    .venv/bin/python bench/file_paths.py --smoke     # 2 MB, 2 repeats: that it runs
+    .venv/bin/python -m bench.inputs.file_paths --mb 50 --files 10 --repeats 7
+    .venv/bin/python -m bench.inputs.file_paths --smoke     # 2 MB, 2 repeats: that it runs
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from _spark import spark_context
-
+from bench.common.spark import spark_context
 from dstream.storage.paths import hadoop_input_groups
 
 if TYPE_CHECKING:

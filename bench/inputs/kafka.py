@@ -22,8 +22,8 @@ alternating order over ``--rounds`` rounds:
   from Maven Central (``bash jvm-shim/kafka/build.sh connector``); Central serves no 4.3.0,
   so it is 4.2.0 on Spark 4.3.0, and the output says so.
 
-    .venv/bin/python bench/kafka.py --smoke                 # seconds: checks it all runs
-    .venv/bin/python bench/kafka.py --records 20000000 --per-interval 2000000 --rounds 3
+    .venv/bin/python -m bench.inputs.kafka --smoke                 # seconds: checks it all runs
+    .venv/bin/python -m bench.inputs.kafka --records 20000000 --per-interval 2000000 --rounds 3
 
 Writes ``bench/results/kafka.json``.
 """
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from testbed.kafka import KafkaBroker  # noqa: E402

@@ -13,9 +13,9 @@ new block while ``StreamingSettings.receiver_max_buffered`` records (100,000) wa
 next interval, and a client holds at most ``max_kept_blocks`` (256) blocks until their
 interval completes: both defaults are kept, as a user gets them.
 
-    PYTHONPATH=. .venv/bin/python bench/receiver.py --block-records 100 1000 10000 --clients 1 4
-    PYTHONPATH=. .venv/bin/python bench/receiver.py --placement executors
-    PYTHONPATH=. .venv/bin/python bench/receiver.py --system pyspark-streaming
+    .venv/bin/python -m bench.inputs.receiver --block-records 100 1000 10000 --clients 1 4
+    .venv/bin/python -m bench.inputs.receiver --placement executors
+    .venv/bin/python -m bench.inputs.receiver --system pyspark-streaming
 
 ``--system pyspark-streaming`` measures the peer on the same cluster: Spark's own receiver,
 ``pyspark.streaming``'s ``socketTextStream`` (a long-running task on an executor, blocks
@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # testbed, when run as a script
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 SECRET = b"receiver-bench-secret-0123456789"
 RECORD = "x" * 90  # with an 8-digit number and a space: 100 bytes
 

@@ -11,7 +11,7 @@ Every run is a ``python -m testbed.faults`` process on a ManualClock (intervals 
 to back, so an interval's processing time is its own work, not waiting). The outputs of the
 faulty runs are checked against the run without failures before any time is reported.
 
-    .venv/bin/python bench/faults.py --figures 7 10 11 12
+    .venv/bin/python -m bench.paper.faults --figures 7 10 11 12
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # testbed, when run as a script
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def runs(

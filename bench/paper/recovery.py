@@ -2,7 +2,7 @@
 100 nodes).
 
 apps/recoverable.py (a word count with running totals and a 10 s window, 2 s intervals, state
-checkpointed every 4 s) reads files that bench/generator.py writes at --rate records/s. After
+checkpointed every 4 s) reads files that bench/common/generator.py writes at --rate records/s. After
 --before seconds its driver is killed with SIGKILL (its whole process group: driver, JVM,
 Python workers); it stays down --down seconds while input keeps arriving, and is started
 again with the same command. Reported, from the moment of the restart:
@@ -13,7 +13,7 @@ again with the same command. Reported, from the moment of the restart:
   batch interval of its batch time — every interval missed while down, and those in flight
   at the kill, have been (re)computed and output.
 
-    .venv/bin/python bench/recovery.py --rate 1000 --before 30 --down 5 --trials 3
+    .venv/bin/python -m bench.paper.recovery --rate 1000 --before 30 --down 5 --trials 3
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from generator import Generator
+from bench.common.generator import Generator
 
-APP = Path(__file__).resolve().parents[1] / "apps" / "recoverable.py"
+APP = Path(__file__).resolve().parents[2] / "apps" / "recoverable.py"
 
 
 class Driver:
@@ -171,7 +170,9 @@ def main() -> int:
     p.add_argument("--before", type=float, default=30)
     p.add_argument("--down", type=float, default=5)
     p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "recovery.json"))
+    p.add_argument(
+        "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "recovery.json")
+    )
     args = p.parse_args()
     # A SIGTERM (e.g. from `timeout`) unwinds through the trials' clean-up.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

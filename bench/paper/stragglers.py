@@ -11,7 +11,7 @@ avoidance (``StreamingSettings.executor_avoidance``: the straggling executor is 
 3 slow intervals of 5 and asked back after --cooldown). Outputs are compared with the
 run without straggler before any time is reported.
 
-    .venv/bin/python bench/stragglers.py --duty 0.8
+    .venv/bin/python -m bench.paper.stragglers --duty 0.8
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # testbed
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # testbed
 
-from faults import plot, series
+from bench.paper.faults import plot, series
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def one(master: str, workload: str, intervals: int, extra: list[str]) -> dict[str, Any]:

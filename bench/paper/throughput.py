@@ -9,17 +9,18 @@ twice the interval: 2 s with 1 s intervals, 1 s with 0.5 s). End-to-end latency 
 (time the output function of the interval that read it returned) - (time its rename into
 the watched directory returned). The rate is found by a search: doubling from
 ``--start-rate`` until a probe fails, bisection to ``--tolerance``, the final point repeated
-(bench/throughput_search.py). Every probe is a process of its own with a fresh SparkContext on
-``local[2]`` (bench/throughput_probe.py); the systems are in bench/throughput_systems.py.
+(bench/paper/throughput_search.py). Every probe is a process of its own with a fresh
+SparkContext on ``local[2]`` (bench/paper/throughput_probe.py); the systems are in
+bench/paper/throughput_systems.py.
 
     # the full search (long: hours), then the report (BENCHMARKS.md, PNG plots)
-    PYTHONPATH=. .venv/bin/python bench/throughput.py --interval-ms 1000
-    PYTHONPATH=. .venv/bin/python bench/throughput.py --interval-ms 500
-    PYTHONPATH=. .venv/bin/python bench/throughput.py --report
+    .venv/bin/python -m bench.paper.throughput --interval-ms 1000
+    .venv/bin/python -m bench.paper.throughput --interval-ms 500
+    .venv/bin/python -m bench.paper.throughput --report
     # the same program in every system? each runs over the same 4 files; outputs must agree
-    PYTHONPATH=. .venv/bin/python bench/throughput.py --check
+    .venv/bin/python -m bench.paper.throughput --check
     # a smoke run: fixed rates instead of the search
-    PYTHONPATH=. .venv/bin/python bench/throughput.py --rates 5000 --sustain-s 8 --warmup-s 4
+    .venv/bin/python -m bench.paper.throughput --rates 5000 --sustain-s 8 --warmup-s 4
 """
 
 from __future__ import annotations
@@ -37,13 +38,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from throughput_input import RecordPool, Writer
-from throughput_probe import ProbeParams
-from throughput_search import Criteria, ProbeSummary, search, verdict
-from throughput_systems import PATTERN, SYSTEMS, WORKLOADS, top
+from bench.paper.throughput_input import RecordPool, Writer
+from bench.paper.throughput_probe import ProbeParams
+from bench.paper.throughput_search import Criteria, ProbeSummary, search, verdict
+from bench.paper.throughput_systems import PATTERN, SYSTEMS, WORKLOADS, top
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 ROOT = BENCH.parent
 
 
@@ -52,12 +52,10 @@ def probe_in_subprocess(p: ProbeParams, out: Path, timeout_s: float) -> dict[str
     included) if it outlives ``timeout_s``."""
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(BENCH), *filter(None, [env.get("PYTHONPATH")])]
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     params = {k: v for k, v in vars(p).items()}
-    cmd = [sys.executable, str(BENCH / "throughput_probe.py"), json.dumps(params), str(out)]
+    cmd = [sys.executable, "-m", "bench.paper.throughput_probe", json.dumps(params), str(out)]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     try:
         code = proc.wait(timeout=timeout_s)
@@ -164,7 +162,7 @@ def measure(args: argparse.Namespace, system: str, workload: str) -> dict[str, A
         "max_warmup_s": args.max_warmup_s,
         "sustain_s": args.sustain_s,
         "searched": not args.rates,
-        "command": shlex.join(["bench/throughput.py", *sys.argv[1:]]),
+        "command": shlex.join(["python", "-m", "bench.paper.throughput", *sys.argv[1:]]),
         "measured": time.strftime("%Y-%m-%d %H:%M %Z"),
         "dstream_commit": args.commit,
         "sustained_rate": sustained,
@@ -300,7 +298,7 @@ def main() -> int:
     p.add_argument("--report", action="store_true", help="write BENCHMARKS.md and the plots")
     args = p.parse_args()
     if args.report:
-        from throughput_report import write_report
+        from bench.paper.throughput_report import write_report
 
         write_report(Path(args.out), ROOT / "BENCHMARKS.md")
         return 0
@@ -309,7 +307,7 @@ def main() -> int:
     if args.check:
         return check(args)
     run: dict[str, Any] = {
-        "command": shlex.join(["bench/throughput.py", *sys.argv[1:]]),
+        "command": shlex.join(["python", "-m", "bench.paper.throughput", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "versions": versions(),
     }

@@ -2,7 +2,7 @@
 a hidden name and renamed into the watched directory at the middle of the interval, the same
 way for every system.
 
-The records are bench/generator.py's (100-byte Zipf lines from dstream.sources.textgen), but
+The records are bench/common/generator.py's (100-byte Zipf lines from dstream.sources.textgen), but
 drawn from a pool generated once and cached on disk: textgen produces ~90k records/s on one
 core, so generating them live at the rates searched would take a core from the system under
 test on a 2-core machine. Pool chunk ``i`` is ``generate_lines(seed=i, count=CHUNK)``, and

@@ -1,10 +1,10 @@
 """One probe of the throughput benchmark: one system, one workload, one input rate, in a
-process of its own (bench/throughput.py starts it; a fresh SparkContext on a fresh watched
+process of its own (bench/paper/throughput.py starts it; a fresh SparkContext on a fresh watched
 directory every time, so no JVM state carries over from one probe to the next).
 
 Once the system has started (its first, empty, interval done; Structured Streaming: its
 query waiting for data), so that start-up is not charged to the warm-up, the writer
-(bench/throughput_input.py) renames one file per interval into the directory at the middle
+(bench/paper/throughput_input.py) renames one file per interval into the directory at the middle
 of the interval, through the warm-up (see :func:`warm_up`) and then ``sustain_s`` seconds;
 the probe then waits until every file's interval produced its result, or until the latency
 bound has passed since the last rename, stops the system and writes JSON:
@@ -19,7 +19,7 @@ bound has passed since the last rename, stops the system and writes JSON:
 - ``summary``: bench/throughput_search.summarize over the intervals and files after the
   warm-up (files renamed during the warm-up and the intervals that read them are left out).
 
-    PYTHONPATH=. .venv/bin/python bench/throughput_probe.py '{"system": "dstream", ...}' OUT
+    .venv/bin/python -m bench.paper.throughput_probe '{"system": "dstream", ...}' OUT
 """
 
 from __future__ import annotations
@@ -36,10 +36,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-import throughput_systems as systems
-from throughput_input import RecordPool, Writer
-from throughput_search import ProbeSummary, summarize
+from bench.paper import throughput_systems as systems
+from bench.paper.throughput_input import RecordPool, Writer
+from bench.paper.throughput_search import ProbeSummary, summarize
 
 READY_TIMEOUT_S = 120
 

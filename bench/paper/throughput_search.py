@@ -1,4 +1,4 @@
-"""The pure logic of the throughput benchmark (bench/throughput.py): summarising one probe,
+"""The pure logic of the throughput benchmark (bench/paper/throughput.py): summarising one probe,
 judging it against the criteria, and searching for the highest sustained rate. No Spark here,
 so tests/unit/test_throughput_search.py runs it with a fake probe in milliseconds.
 

@@ -1,4 +1,4 @@
-"""The four systems of the throughput benchmark (bench/throughput.py), each running the three
+"""The four systems of the throughput benchmark (bench/paper/throughput.py), each running the three
 workloads of issue 7 on a watched directory and recording, per interval (batch), when its
 result was produced, which files it read, and how long it took to process.
 
@@ -43,7 +43,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from _spark import bench_conf
+from bench.common.spark import bench_conf
 
 __all__ = [
     "PATTERN",

@@ -12,18 +12,18 @@ scaling and recovery.
   the truth does. Batch results are counted as available the moment their window ends
   (which flatters the batch version).
 - ``scaling`` (Spark, ``local-cluster[N,1,MB]``, one process per configuration, run by
-  ``bench/traffic_spark.py``): intervals of 5 s run back to back; per interval the
+  ``bench/paper/traffic_spark.py``): intervals of 5 s run back to back; per interval the
   processing time and the observations E-stepped (window + history); reported as E-step
   throughput and the arrival rate sustainable at 5 s intervals (arrivals per interval x
   5 s / processing time: the work per interval is proportional to the arrival rate).
 - ``recovery``: the same on 2 executors, one killed (SIGKILL) in the middle of an interval;
   the estimates of every interval must equal those of the run without failure.
 
-    python bench/traffic.py --smoke                    # everything, tiny, < 1 min
-    python bench/traffic.py accuracy                   # pure Python (minutes)
-    python bench/traffic.py scaling --executors 1 2 --samples-list 150 300
-    python bench/traffic.py recovery
-    python bench/traffic.py report                     # tables and plots from the results
+    python bench/paper/traffic.py --smoke                    # everything, tiny, < 1 min
+    python bench/paper/traffic.py accuracy                   # pure Python (minutes)
+    python bench/paper/traffic.py scaling --executors 1 2 --samples-list 150 300
+    python bench/paper/traffic.py recovery
+    python bench/paper/traffic.py report                     # tables and plots from the results
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # apps/ first: this script's own name would otherwise shadow the ``traffic`` package.
 sys.path.insert(0, str(ROOT / "apps"))
 RESULTS = ROOT / "bench" / "results"
@@ -47,14 +47,15 @@ RESULTS = ROOT / "bench" / "results"
 from traffic.em import EMSettings  # noqa: E402
 from traffic.generate import TrafficConfig, write_dataset  # noqa: E402
 from traffic.network import CityConfig  # noqa: E402
-from traffic_accuracy import VARIANTS, accuracy, plot  # noqa: E402
+
+from bench.paper.traffic_accuracy import VARIANTS, accuracy, plot  # noqa: E402
 
 
 # ---- Spark runs ------------------------------------------------------------------------------
 def spark_runs(argv: list[str]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "traffic_spark.py"), *argv],
+        [sys.executable, "-m", "bench.paper.traffic_spark", *argv],
         capture_output=True,
         text=True,
         env=env,

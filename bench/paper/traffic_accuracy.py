@@ -1,5 +1,5 @@
 """Accuracy and timeliness of the traffic estimator, in plain Python (the estimator the
-Spark program runs, without Spark): see ``bench/traffic.py``."""
+Spark program runs, without Spark): see ``bench/paper/traffic.py``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apps"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "apps"))
 
 from traffic.em import EMSettings, OnlineEM, Params, Priors, batch_em
 from traffic.estep import SamplerSettings

@@ -1,4 +1,4 @@
-"""One Spark process of the traffic benchmark (``bench/traffic.py`` starts it): the
+"""One Spark process of the traffic benchmark (``bench/paper/traffic.py`` starts it): the
 streaming EM program on ``local-cluster[N,1,MB]`` (separate executor JVMs), driven by a
 ManualClock, intervals back to back. Prints one JSON object.
 
@@ -8,7 +8,7 @@ ManualClock, intervals back to back. Prints one JSON object.
   is killed (SIGKILL) ``--kill-delay`` seconds after interval I started; per interval a
   digest of the estimates, to compare with the first run (recovery).
 
-    python bench/traffic_spark.py --data DIR --executors 2 --samples 300 --intervals 12
+    python bench/paper/traffic_spark.py --data DIR --executors 2 --samples 300 --intervals 12
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from testbed.processes import executor_pids
 
-APPS = Path(__file__).resolve().parents[1] / "apps"
+APPS = Path(__file__).resolve().parents[2] / "apps"
 sys.path.insert(0, str(APPS))
 
 H = 3_600_000

@@ -1,5 +1,4 @@
-"""Benchmarks of the video monitor (issue 16; the paper's Fig. 14). Not named video.py: with
-bench/ on sys.path (as the throughput tests put it) that would hide the apps' ``video``.
+"""Benchmarks of the video monitor (issue 16; the paper's Fig. 14).
 
 ``sustain``: the most concurrent sessions the monitor keeps up with, per batch interval.
   A probe runs apps/video_monitor.py's program (all metrics, alerts, both outputs saved) on
@@ -9,7 +8,7 @@ bench/ on sys.path (as the throughput tests put it) that would hide the apps' ``
   under the interval and their p95 end-to-end latency (batch completion minus batch time:
   when the interval's outputs were committed, after the interval's data was complete) is
   under the interval too. Sessions are long (median 10 min) and arrive in a burst over the
-  first 10 s, so the count holds through the probe. The search (bench/throughput_search.py)
+  first 10 s, so the count holds through the probe. The search (bench/paper/throughput_search.py)
   doubles the session count until a probe fails, then bisects to 10 %.
   Run it once per master: local[2], then local-cluster[1,1,MB] and local-cluster[2,1,MB]
   (one and two executor JVMs) for the Fig. 14a shape.
@@ -18,12 +17,14 @@ bench/ on sys.path (as the throughput tests put it) that would hide the apps' ``
   the state's size per session (pickled record; snapshot file after a compaction).
 ``report``: a table (markdown, stdout and report.md) and plots from the JSON results.
 
-    .venv/bin/python bench/video_analytics.py sustain --batch 1 2 --master 'local[2]'
-    .venv/bin/python bench/video_analytics.py sustain --batch 1 2 --master 'local-cluster[1,1,4096]'
-    .venv/bin/python bench/video_analytics.py sustain --batch 1 2 --master 'local-cluster[2,1,4096]'
-    .venv/bin/python bench/video_analytics.py queries --sessions 10000 50000 100000 200000
-    .venv/bin/python bench/video_analytics.py report
-    .venv/bin/python bench/video_analytics.py --smoke   # every part, tiny, in a temp directory
+    .venv/bin/python -m bench.paper.video_analytics sustain --batch 1 2 --master 'local[2]'
+    .venv/bin/python -m bench.paper.video_analytics sustain --batch 1 2 \
+        --master 'local-cluster[1,1,4096]'
+    .venv/bin/python -m bench.paper.video_analytics sustain --batch 1 2 \
+        --master 'local-cluster[2,1,4096]'
+    .venv/bin/python -m bench.paper.video_analytics queries --sessions 10000 50000 100000 200000
+    .venv/bin/python -m bench.paper.video_analytics report
+    .venv/bin/python -m bench.paper.video_analytics --smoke  # every part, tiny, in a temp dir
 """
 
 from __future__ import annotations
@@ -42,11 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "apps"))
 
-from throughput_search import Criteria, ProbeSummary, search, summarize, verdict  # noqa: E402
+from bench.paper.throughput_search import Criteria, ProbeSummary, search, summarize, verdict  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "video"
 

@@ -33,7 +33,7 @@ Rewrites, for the dstream run only (the peer runs the files as Spark ships them)
 
 Usage::
 
-    PYTHONPATH=$PWD .venv/bin/python bench/pyspark_suite.py DIR [--engines dstream pyspark]
+    .venv/bin/python -m bench.peers.pyspark_suite DIR [--engines dstream pyspark]
         [--smoke] [-k EXPR] [--json OUT.json]
 
 ``--smoke`` runs two tests per file (well under a minute per engine). Every engine runs each

@@ -107,7 +107,7 @@ class StateDStream(StateStream):
         events = self._parents[0]
         count = self._schedule.at(time.ms)
         # A split or merge of the state leaves the sibling's keys for the merge to skip (one
-        # Python pass over the state fewer than a filtering regroup: bench/rescale.py).
+        # Python pass over the state fewer than a filtering regroup: bench/engine/rescale.py).
         sc, unfiltered = self._graph.sc, False
         previous: list[RDD[Any]] = []
         for old_state, have in state:

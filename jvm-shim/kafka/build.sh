@@ -3,7 +3,7 @@
 #   bash jvm-shim/kafka/build.sh             the broker (KRaft), for tests and demos:
 #                                            testbed/kafka.py runs kafka.Kafka from target/lib
 #   bash jvm-shim/kafka/build.sh connector   Spark's Structured Streaming Kafka source, for
-#                                            bench/kafka.py only (connector/target/lib)
+#                                            bench/inputs/kafka.py only (connector/target/lib)
 # Idempotent: a no-op when target/lib is newer than the pom and this script.
 set -euo pipefail
 

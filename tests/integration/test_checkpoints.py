@@ -1,7 +1,7 @@
 """Asynchronous checkpoints keep a long-running program bounded: lineage depth, the driver's
 bookkeeping, checkpoint files and Python memory stop growing once checkpoints cycle.
 
-bench/longrun.py runs the same program for 2,000 intervals and reports the same figures.
+bench/engine/longrun.py runs the same program for 2,000 intervals and reports the same figures.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .conftest import Harness
 
 def traced_kb() -> int:
     """Python memory in use once the cycle collector has run (when it last ran otherwise
-    moves the figure by hundreds of KB: bench/longrun.py's heap moves +-1 MB unsampled)."""
+    moves the figure by hundreds of KB: bench/engine/longrun.py's heap moves +-1 MB unsampled)."""
     gc.collect()
     return tracemalloc.get_traced_memory()[0] // 1024
 

@@ -9,7 +9,7 @@ input files), and checked interval by interval like every other output.
 
 This is also CI's driver-kill run on the local file system: tests/recovery/test_driver_kill.py
 (three kills, random included, on local[2]) runs in ``make test-full``. The full chaos run
-(20 driver kills, 10 executor kills, at random) is bench/chaos.py."""
+(20 driver kills, 10 executor kills, at random) is bench/engine/chaos.py."""
 
 from __future__ import annotations
 

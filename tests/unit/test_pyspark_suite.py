@@ -1,16 +1,19 @@
-"""The peer-suite runner's pure parts (bench/pyspark_suite.py): the import rewrite that points
+"""The peer-suite runner's pure parts (bench/peers/pyspark_suite.py): the import rewrite that points
 Spark's streaming tests at dstream, and the JUnit report reading. No Spark."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 # Last on the path: bench/ script names must not hide the apps packages.
-sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
-from pyspark_suite import Outcome, count, format_report, one_line, parse_junit, rewrite_imports
+from bench.peers.pyspark_suite import (
+    Outcome,
+    count,
+    format_report,
+    one_line,
+    parse_junit,
+    rewrite_imports,
+)
 
 SPARK_TEST_HEAD = """\
 import time

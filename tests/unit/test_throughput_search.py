@@ -1,17 +1,14 @@
-"""The throughput benchmark's criterion and rate search (bench/throughput_search.py), driven
+"""The throughput benchmark's criterion and rate search (bench/paper/throughput_search.py), driven
 by a fake probe: no Spark, no files."""
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
 # Last on the path: bench/ script names (traffic.py...) must not hide the apps packages.
-sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
-from throughput_search import (
+from bench.paper.throughput_search import (
     Criteria,
     ProbeSummary,
     percentile,

@@ -5,15 +5,12 @@ and reading which files each Structured Streaming batch read from its file-sourc
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 # Last on the path: bench/ script names (traffic.py...) must not hide the apps packages.
-sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
-from throughput_systems import WindowCounts, structured_batch_files, top
+from bench.paper.throughput_systems import WindowCounts, structured_batch_files, top
 
 
 def test_window_adds_entering_and_subtracts_leaving_intervals():
@@ -56,7 +53,7 @@ def test_structured_batch_files_reads_plain_and_compacted_logs(tmp_path):
 
 
 def test_the_writer_deletes_files_once_they_are_older_than_the_retention(tmp_path):
-    from throughput_input import RecordPool, Writer
+    from bench.paper.throughput_input import RecordPool, Writer
 
     pool = RecordPool(10_000, str(tmp_path / "pool"))
     watched = tmp_path / "in"

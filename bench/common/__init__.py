@@ -1,0 +1,1 @@
+"""Helpers every benchmark shares: the SparkContext they start, and the file generator."""

@@ -1,0 +1,1 @@
+"""dstream measured with its peers' own yardsticks: PySpark's streaming test suite."""
