@@ -15,6 +15,7 @@ cannot collide::
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -138,8 +139,9 @@ class BatchCoordinator:
     def _write(self, position: Position) -> None:
         if self._journal is None:
             return
+        what = "writing a metadata record"
         if self._lease is not None:
-            self._lease.check("writing a metadata record")
+            self._lease.check(what)
         graph, sc = self._graph, self._graph.sc
         states: dict[int, dict[str, Any]] = {}
         refs = {}
@@ -150,24 +152,24 @@ class BatchCoordinator:
                 if state.get("checkpoint_ms") is not None:
                     refs[stream._id] = state["checkpoint_ms"]
         assert graph._zero_time is not None, "records are written once the graph has started"
-        self._journal.write(
-            JournalRecord(
-                batch_ms=graph.batch_duration.ms,
-                zero_ms=graph._zero_time.ms,
-                generated_ms=None if position.generated is None else position.generated.ms,
-                completed_ms=None if position.completed is None else position.completed.ms,
-                pending_ms=tuple(t.ms for t in position.pending),
-                failed_ms=tuple(t.ms for t in position.failed),
-                graph=self._graph_bytes,
-                names=self._names,
-                streams=states,
-                spark_master=sc.master or "",
-                spark_app=sc.appName or "",
-                spark_conf=self._spark_conf,
-                settings=self._settings_bytes,
-                epoch=0 if self._lease is None else self._lease.epoch,
-            )
+        record = JournalRecord(
+            batch_ms=graph.batch_duration.ms,
+            zero_ms=graph._zero_time.ms,
+            generated_ms=None if position.generated is None else position.generated.ms,
+            completed_ms=None if position.completed is None else position.completed.ms,
+            pending_ms=tuple(t.ms for t in position.pending),
+            failed_ms=tuple(t.ms for t in position.failed),
+            graph=self._graph_bytes,
+            names=self._names,
+            streams=states,
+            spark_master=sc.master or "",
+            spark_app=sc.appName or "",
+            spark_conf=self._spark_conf,
+            settings=self._settings_bytes,
+            epoch=0 if self._lease is None else self._lease.epoch,
         )
+        with nullcontext() if self._lease is None else self._lease.fenced(what):
+            self._journal.write(record)
         self._recent_refs = [*self._recent_refs[-2:], refs]
         self.records_written += 1
 

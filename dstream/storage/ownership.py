@@ -20,15 +20,18 @@ close by being idempotent per interval.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dstream.errors import DStreamError
-from dstream.storage.filesystem import FileSystem, join, publish
+from dstream.storage.filesystem import FileSystem, RenameError, join, publish
 
 __all__ = ["FencedError", "Lease", "claim", "owners_on_record"]
 
@@ -76,6 +79,19 @@ class Lease:
                 f"driver (epoch {self.epoch}, pid {os.getpid()}) stops before {what}. Stop one "
                 "of the two: only one driver may run a program's checkpoint directory"
             )
+
+    @contextmanager
+    def fenced(self, what: str) -> Iterator[None]:
+        """Around a no-replace write made after :meth:`check`: a driver paused between the
+        check and the write (SIGSTOP, a long GC) can find that a newer driver wrote that very
+        name meanwhile; the refused rename is then reported as the :class:`FencedError` it
+        is (naming the newer driver), not as a file that happened to exist."""
+        try:
+            yield
+        except RenameError as exc:
+            if exc.errno == errno.EEXIST:
+                self.check(what)
+            raise
 
     def release(self) -> None:
         """Remove this driver's epoch: for a start() that failed before its program was
