@@ -45,7 +45,6 @@ from dstream.versions import check_pyspark, default_workers_python
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-    from dstream.api.columnar import BatchStream
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.scheduler.replay import ReplayReport
 

@@ -145,7 +145,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
                             {
                                 "sent": len(sent),
                                 "client_errors": failed,
-                                "stored_blocks": len(node._known),
+                                "stored_blocks": len(node._blocks.known),
                                 "records_per_interval": {t: len(v) for t, v in values.items()},
                                 "refusals": node._refusals,
                                 "receivers": {i: r[0] for i, r in node._receivers().items()},

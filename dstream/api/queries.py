@@ -23,9 +23,8 @@ they hold) and DataFrames::
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dstream.api.common import CommonOps
 from dstream.listener import StreamingListener
@@ -244,18 +243,18 @@ class TempViews:
             self._current[name] = rdd
 
 
-# The views of each program (its graph), made with its first createOrReplaceTempView.
-_views: weakref.WeakKeyDictionary[DStreamGraph, TempViews] = weakref.WeakKeyDictionary()
 _views_lock = threading.Lock()
 
 
 def _views_of(graph: DStreamGraph) -> TempViews:
+    """The program's SQL views (kept on its graph), made with its first
+    createOrReplaceTempView."""
     with _views_lock:
-        views = _views.get(graph)
-        if views is None:
-            views = _views[graph] = TempViews()
+        if graph.views is None:
+            views = TempViews()
+            graph.views = views
             graph.bus.add(ViewRefresher(views))
-        return views
+        return cast(TempViews, graph.views)
 
 
 class ViewRefresher(StreamingListener):

@@ -376,8 +376,3 @@ class ReceiverInputDStream(InputDStream):
 
     def _pending_blocks(self) -> list[StoredBlock]:
         return self._blocks.pending_blocks()
-
-    @property
-    def _known(self) -> dict[tuple[str, int], Time | None]:
-        """Every stored block and its interval (None: pending), for tests."""
-        return self._blocks.known

@@ -280,7 +280,7 @@ class DStreamCore(Generic[T]):
         view: RDD[T] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
         view.partitioner = rdd.partitioner
         view.interval = time  # type: ignore[attr-defined]  # which interval a query read
-        weakref.finalize(view, _unpin, pins)
+        weakref.finalize(view, _unpin_all, pins)
         return view
 
     def _forgotten(self, time: Time) -> str:
@@ -330,6 +330,6 @@ class DStreamCore(Generic[T]):
         """Called by the scheduler after every job of batch ``time`` finished."""
 
 
-def _unpin(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
+def _unpin_all(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
     for stream, time in pins:
         stream._unpin(time)

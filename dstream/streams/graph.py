@@ -63,19 +63,23 @@ class Runtime(Protocol):
     def completed_time(self) -> Time | None: ...
 
 
-# Each user's StreamingContext's graph (see graph_of).
-_graphs: weakref.WeakKeyDictionary[object, DStreamGraph] = weakref.WeakKeyDictionary()
+# Each user's StreamingContext's graph (see graph_of). The graph is held weakly too: it
+# refers to its context, and a value that refers to its key would keep both alive forever.
+_graphs: weakref.WeakKeyDictionary[object, weakref.ref[DStreamGraph]] = weakref.WeakKeyDictionary()
 
 
 def graph_of(context: object) -> DStreamGraph:
     """The graph of a user's StreamingContext."""
     try:
-        return _graphs[context]
+        graph = _graphs[context]()
     except (KeyError, TypeError):
+        graph = None
+    if graph is None:
         raise TypeError(
             f"expected a dstream.StreamingContext, got {type(context).__name__}; create one "
             "with dstream.StreamingContext(sc, batchDuration)"
-        ) from None
+        )
+    return graph
 
 
 class DStreamGraph:
@@ -101,7 +105,10 @@ class DStreamGraph:
         self.bus = bus
         self.job_group_prefix = job_group_prefix  # Spark job groups of its jobs start with it
         self.runtime = runtime
-        _graphs[context] = self
+        # The SQL views of createOrReplaceTempView (dstream.api.queries keeps them here,
+        # made with the first one).
+        self.views: object | None = None
+        _graphs[context] = weakref.ref(self)
         self.streams: list[DStreamCore[Any]] = []
         self.inputs: list[InputDStream] = []
         self.outputs: list[OutputDStream] = []
