@@ -128,6 +128,7 @@ class ElasticPolicy:
 
 
 FailedIntervalPolicy = Literal["continue", "halt"]
+BadRecordsPolicy = Literal["fail", "quarantine"]
 _ZERO_ALLOWED = frozenset({"output_retry_backoff"})
 
 
@@ -198,6 +199,16 @@ class StreamingSettings:
     # the interval (a PID rate estimator, as pyspark.streaming's; Kafka and receivers). Also
     # on when the SparkConf says spark.streaming.backpressure.enabled=true.
     backpressure: bool = False
+    # A DataFrame made with spark.sql() over a view of createOrReplaceTempView reads the
+    # interval the view held when it was made; that interval stays readable this long (of
+    # stream time) after the view moves on. (toDF() frames hold their rows for their
+    # lifetime.)
+    view_retention: Duration = field(default_factory=lambda: Duration(60_000))
+    # What a record whose user function raises does: "fail" (pyspark.streaming's: the task
+    # fails, the interval fails after its retries) or "quarantine" (the record is set aside
+    # with its error, interval and operator, readable as ssc.quarantined(); the interval
+    # goes on without it). See docs/bad-records.md.
+    bad_records: BadRecordsPolicy = "fail"
 
     def __post_init__(self) -> None:
         owner = "StreamingSettings"
@@ -238,6 +249,12 @@ class StreamingSettings:
         if self.elastic is not None and not isinstance(self.elastic, ElasticPolicy):
             raise TypeError(
                 f"{owner} elastic must be an ElasticPolicy or None, got {self.elastic!r}"
+            )
+        if self.bad_records not in ("fail", "quarantine"):
+            raise ValueError(
+                f"{owner} bad_records {self.bad_records!r} must be 'fail' (a record whose "
+                "function raises fails its interval, as pyspark.streaming) or 'quarantine' "
+                "(it is set aside with its error, see ssc.quarantined())"
             )
         if not isinstance(self.backpressure, bool):
             raise TypeError(f"{owner} backpressure must be a bool, got {self.backpressure!r}")

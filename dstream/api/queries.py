@@ -127,10 +127,17 @@ class QueryOps(CommonOps[T]):
     def toDF(self, schema: StructType | list[str] | None = None) -> DataFrame:
         """The newest completed interval as a DataFrame. Records that are Rows, dicts or
         named tuples are rows; a pair ``(key, value)`` is the row ``key`` + the value's fields
-        (or ``key, value`` for a plain value); anything else is ``value``."""
-        rdd = self.latest()
+        (or ``key, value`` for a plain value); anything else is ``value``.
+
+        The rows are read once, here (one Spark job), and kept in the executors' storage for
+        as long as the DataFrame, or one derived from it, lives: the stream moves on, forgets
+        the interval and deletes the checkpoint it was read from, and the DataFrame still
+        answers. (A DataFrame is a plan, not an RDD a pin could follow: ``df.filter(...)``
+        keeps no reference to ``df``.)"""
+        rdd = self.latest()  # pinned until the rows are in storage
         session = _session(rdd)
-        return _frame(session, rdd, schema, self._node._label)
+        frame = _frame(session, rdd, schema, self._node._label)
+        return frame.localCheckpoint(eager=True)
 
     def createOrReplaceTempView(self, name: str, schema: StructType | None = None) -> None:
         """A SQL view named ``name`` that always reads the newest completed interval of this
@@ -212,11 +219,15 @@ def _frame(session: Any, rdd: RDD[Any], schema: Any, label: str) -> DataFrame:
 class TempViews:
     """The SQL views of ``createOrReplaceTempView``: each one re-pointed at its stream's
     newest completed interval as intervals complete (on the listener thread, so a view never
-    delays the stream). The view holds the interval's pin until it moves on."""
+    delays the stream). The view holds the pin of the interval it reads, and of the ones it
+    read before for ``StreamingSettings.view_retention`` of stream time: a DataFrame made
+    with ``spark.sql()`` is planned over the interval the view held then, and reads it when
+    it runs."""
 
     def __init__(self) -> None:
         self._views: dict[str, tuple[QueryOps[Any], Any]] = {}
-        self._current: dict[str, Any] = {}  # name -> the pinned RDD the view reads
+        # name -> the pinned RDDs the view read, oldest first (the last one it reads now)
+        self._held: dict[str, list[Any]] = {}
         self._lock = threading.Lock()
 
     def register(self, name: str, stream: QueryOps[Any], schema: Any) -> None:
@@ -238,9 +249,13 @@ class TempViews:
             return  # no schema to give it yet: the first interval with records will
         frame = _frame(_session(rdd), rdd, schema, stream._node._label)
         frame.createOrReplaceTempView(name)
+        retention = stream._node._graph.settings.view_retention
         with self._lock:
             self._views[name] = (stream, schema or frame.schema)  # infer once
-            self._current[name] = rdd
+            held = self._held.setdefault(name, [])
+            held.append(rdd)
+            # Older intervals are let go once they are view_retention older than the newest.
+            self._held[name] = [r for r in held if r.interval > rdd.interval - retention]
 
 
 _views_lock = threading.Lock()

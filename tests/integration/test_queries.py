@@ -31,9 +31,9 @@ def running_totals(batches: list[list[str]], upto: int) -> dict[str, int]:
 BATCHES = [["a", "b"], ["a"], ["c", "a"], ["b"], ["d"], ["a"], ["c"], ["e"]]
 
 
-def totals_program(h: Harness) -> Any:
+def totals_program(h: Harness, batches: list[list[str]] = BATCHES) -> Any:
     sc = h.ssc.sparkContext
-    words = h.ssc.queueStream([sc.parallelize(b, 2) for b in BATCHES])
+    words = h.ssc.queueStream([sc.parallelize(b, 2) for b in batches])
     pairs = words.map(lambda w: (w, 1))
     totals = pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)).setName("totals")
     window = pairs.reduceByKeyAndWindow(operator.add, operator.sub, 2).setName("window")
@@ -157,6 +157,55 @@ def test_sql_views_read_the_newest_completed_interval(harness: Any) -> None:
         ValueError, match=r"createOrReplaceTempView\(\) name 'my view' must be an identifier"
     ):
         totals.createOrReplaceTempView("my view")
+
+
+def test_dataframes_over_live_state_outlive_the_checkpoints_they_were_read_from(
+    harness: Any, tmp_path: Path
+) -> None:
+    """A DataFrame of toDF() (and one derived from it) reads the interval it was made from
+    however many intervals, checkpoints and checkpoint deletions later; one of spark.sql()
+    over a view reads the interval the view held for view_retention. Before, toDF()'s pin
+    died with the RDD it read when toDF() returned: collect() six intervals later raised
+    FileNotFoundError on .../state-2/<t>/part-00000."""
+    from pyspark.sql import SparkSession
+
+    from dstream import StreamingSettings
+
+    h: Harness = harness(settings=StreamingSettings(view_retention="3s"))
+    h.ssc.checkpoint(str(tmp_path / "ckpt"))
+    batches = BATCHES + BATCHES[:6]
+    _, totals, _, _ = totals_program(h, batches)
+    totals.checkpoint(2)
+    totals.createOrReplaceTempView("live_totals")
+    h.ssc.start()
+    spark = SparkSession.builder.getOrCreate()
+
+    def run(intervals: int) -> None:  # a checkpoint every second interval
+        for _ in range(intervals // 2):
+            h.run_batches(2)
+            engine_of(h.ssc).checkpointer.wait_idle(60)
+        engine_of(h.ssc).bus.wait_until_empty(60)  # the view moves on the listener thread
+
+    run(8)
+    frame = totals.toDF()
+    derived = totals.toDF().filter("value > 1")  # the frame toDF() returned is gone at once
+    run(4)
+    by_sql = spark.sql("select key, value from live_totals")  # the view holds interval 12
+    run(2)
+    import gc
+
+    gc.collect()
+    state_dir = next(p for p in (tmp_path / "ckpt").iterdir() if p.name.startswith("state-"))
+    kept = sorted(int(n) for n in os.listdir(state_dir) if n.isdigit())
+    assert min(kept) >= 8 * B, kept  # 6 s, which the toDF() frames were read from, is gone
+    expected = running_totals(batches, 8)
+    assert {r.key: r.value for r in frame.collect()} == expected
+    assert {r.key: r.value for r in derived.collect()} == {
+        k: v for k, v in expected.items() if v > 1
+    }
+    assert {r.key: r.value for r in by_sql.collect()} == running_totals(batches, 12)
+    now = {r.key: r.value for r in spark.sql("select key, value from live_totals").collect()}
+    assert now == running_totals(batches, 14) != running_totals(batches, 12)
 
 
 def test_to_df_of_records_that_are_not_rows_says_how_to_fix_it(harness: Any) -> None:
