@@ -79,6 +79,27 @@ class Progress(StreamingListener):
         )
 
 
+class MalformedLines(StreamingListener):
+    """One console line per interval whose input had lines the parser refused: under
+    ``StreamingSettings(bad_records="quarantine")`` they are set aside
+    (``ssc.quarantined()``, ``<checkpoint>/quarantine/``) and the program goes on.
+    ``total`` counts them over the run."""
+
+    def __init__(self, what: str = "lines") -> None:
+        self.what = what
+        self.total = 0
+
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        info = batchCompleted.batchInfo()
+        if info.quarantined:
+            self.total += info.quarantined
+            print(
+                f"    MALFORMED {info.quarantined} {self.what} set aside at "
+                f"{human_time(info.batchTime())} ({self.total} in all)",
+                flush=True,
+            )
+
+
 def run(ssc: StreamingContext, args: argparse.Namespace) -> int:
     if args.checkpoint:
         ssc.checkpoint(args.checkpoint)

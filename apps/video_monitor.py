@@ -37,7 +37,7 @@ from functools import partial
 from typing import Any
 
 import video
-from _cli import parser, spark
+from _cli import MalformedLines, parser, spark
 from pyspark import cloudpickle
 from video import hll
 from video.config import ALL, MonitorConfig
@@ -56,7 +56,7 @@ from video.session import (
 )
 from video.session import update as update_session
 
-from dstream import DStream, StreamingContext, StreamingListener, Time
+from dstream import DStream, StreamingContext, StreamingListener, StreamingSettings, Time
 
 # The package is not installed on executors: ship its functions by value; so are this
 # module's when it is imported rather than run (tests, benchmarks).
@@ -210,6 +210,7 @@ class JsonProgress(StreamingListener):
                     "batch_ms": info.batchTime().ms,
                     "done_ms": int(time.time() * 1000),
                     "records": info.numRecords(),
+                    "malformed": info.quarantined,
                     "total_delay_ms": info.totalDelay(),
                 }
             ),
@@ -244,7 +245,10 @@ def monitor_config(args: Any) -> MonitorConfig:
 
 def setup(sc: Any, args: Any, directory: str, out: str) -> StreamingContext:
     cfg = monitor_config(args)
-    ssc = StreamingContext(sc, cfg.batch_ms / 1000)
+    # A malformed event line is set aside (counted, in ssc.quarantined()), not a failure of
+    # its interval and of every later one (the session state depends on each interval).
+    settings = StreamingSettings(bad_records="quarantine")
+    ssc = StreamingContext(sc, cfg.batch_ms / 1000, settings=settings)
     if args.checkpoint:
         ssc.checkpoint(args.checkpoint)
     events = ssc.textFileStream(directory).map(parse_event)
@@ -320,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     ssc = StreamingContext.getOrCreate(args.checkpoint, fresh, sc) if args.checkpoint else fresh()
     if args.json:
         ssc.addStreamingListener(JsonProgress())
+    elif not args.quiet:
+        ssc.addStreamingListener(MalformedLines("event lines"))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

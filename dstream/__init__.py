@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     )
     from dstream.listener import BatchInfo, OutputOperationInfo, StreamingListener
     from dstream.settings import StreamingSettings
+    from dstream.streams.quarantine import QuarantinedRecord, read_quarantined
     from dstream.time import Duration, Interval, Time
 
 __version__ = "0.2.0"  # pyproject.toml reads it; CHANGELOG.md says what changed
@@ -41,6 +42,7 @@ _EXPORTS = {
     "Interval": "dstream.time",
     "ManualClock": "dstream.clock",
     "OutputOperationInfo": "dstream.listener",
+    "QuarantinedRecord": "dstream.streams.quarantine",
     "StreamingContext": "dstream.context",
     "StreamingJobError": "dstream.errors",
     "StreamingListener": "dstream.listener",
@@ -49,6 +51,7 @@ _EXPORTS = {
     "Time": "dstream.time",
     "UnpicklableFunctionError": "dstream.errors",
     "UserFunctionError": "dstream.errors",
+    "read_quarantined": "dstream.streams.quarantine",
 }
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "Interval",
     "ManualClock",
     "OutputOperationInfo",
+    "QuarantinedRecord",
     "StreamingContext",
     "StreamingJobError",
     "StreamingListener",
@@ -69,6 +73,7 @@ __all__ = [
     "Time",
     "UnpicklableFunctionError",
     "UserFunctionError",
+    "read_quarantined",
 ]
 
 

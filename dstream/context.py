@@ -40,6 +40,7 @@ from dstream.storage.taskfs import task_files_for
 from dstream.streams.base import DStreamCore
 from dstream.streams.transformed import TransformedDStream, UnionDStream
 from dstream.time import Time, to_duration
+from dstream.timetext import parse_when
 from dstream.versions import check_pyspark, default_workers_python
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
     from dstream.scheduler.monitor import ExecutorMonitor
     from dstream.scheduler.replay import ReplayReport
+    from dstream.streams.quarantine import QuarantinedRecord
 
 __all__ = ["StreamingContext"]
 
@@ -314,6 +316,21 @@ class StreamingContext:
     def recentProgress(self) -> list[dict[str, Any]]:
         """The progress records of the last 100 completed batches, oldest first."""
         return self._engine.progress.recent
+
+    def quarantined(self, since: object = None) -> list[QuarantinedRecord]:
+        """The records set aside under ``StreamingSettings(bad_records="quarantine")`` (the
+        newest 10,000 of this driver's run), oldest first; ``since``: only those of intervals
+        from that time on (what ``stream.at()`` takes). With a checkpoint directory they are
+        also in ``<checkpoint>/quarantine/`` (``dstream.read_quarantined(directory)``)."""
+        graph = self._engine.graph
+        if not graph.quarantine.active:
+            raise ValueError(
+                "quarantined(): this program runs with bad_records='fail' (a record whose "
+                "function raises fails its interval); set StreamingSettings(bad_records="
+                "'quarantine') to set such records aside instead"
+            )
+        when = None if since is None else parse_when(since, self._engine.clock.now(), "since")
+        return graph.quarantine.records(when)
 
     @property
     def executor_monitor(self) -> ExecutorMonitor:

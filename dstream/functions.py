@@ -18,6 +18,7 @@ from typing import Any, Literal
 from dstream.errors import UnpicklableFunctionError, UserFunctionError
 
 __all__ = [
+    "QUARANTINE_ADVICE",
     "UserFunction",
     "call_site",
     "check_callable",
@@ -54,10 +55,10 @@ class UserFunction:
     def label(self) -> str:
         return f"{self.operator} at {self.site}"
 
-    def guarded(self) -> Callable[..., Any]:
+    def guarded(self, advice: str = "") -> Callable[..., Any]:
         """The function, wrapped so that a failure in a task names the operator and the line
-        of the program that defined it (:func:`guard`)."""
-        return guard(self.fn, self.label)
+        of the program that defined it (:func:`guard`), followed by ``advice``."""
+        return guard(self.fn, self.label, advice)
 
     def guarded_partitions(self) -> Callable[[Iterable[Any]], Iterator[Any]]:
         """The partition function, wrapped likewise (:func:`guard_partitions`)."""
@@ -88,7 +89,13 @@ def positional_arity(fn: Callable[..., Any]) -> int | None:
     return count
 
 
-def guard(fn: Callable[..., Any], label: str) -> Callable[..., Any]:
+# What a failure of a function that bad_records="quarantine" covers says how to avoid.
+QUARANTINE_ADVICE = (
+    " (to set such records aside and go on, run with StreamingSettings(bad_records='quarantine'))"
+)
+
+
+def guard(fn: Callable[..., Any], label: str, advice: str = "") -> Callable[..., Any]:
     """Wrap a per-record function so a failure names the operator. Costs one call frame."""
 
     def guarded(*args: Any) -> Any:
@@ -97,7 +104,7 @@ def guard(fn: Callable[..., Any], label: str) -> Callable[..., Any]:
         except UserFunctionError:
             raise
         except Exception as exc:
-            raise UserFunctionError(f"{label} raised {type(exc).__name__}: {exc}") from exc
+            raise UserFunctionError(f"{label} raised {type(exc).__name__}: {exc}{advice}") from exc
 
     guarded.__wrapped__ = fn  # type: ignore[attr-defined]
     return guarded

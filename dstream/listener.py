@@ -169,6 +169,8 @@ class BatchInfo:
     # is about the processing delay; under a ManualClock, which stands still while jobs
     # run, it is the only real measure of the work.
     work_ms: int | None = None
+    # Records set aside by this interval's tasks under bad_records="quarantine".
+    quarantined: int = 0
 
     @property
     def num_records(self) -> int:

@@ -26,15 +26,11 @@ class KeyedOps(StatelessOps[T]):
 
     def mapValues(self, f: Callable[[Any], Any]) -> DStream[tuple[Any, Any]]:
         """Apply ``f`` to the value of every pair, keeping keys (and partitioning)."""
-        uf = self._user("mapValues", f)
-        g = uf.guarded()
-        return self._rdd_op("mapValues", lambda rdd: rdd.mapValues(g), [uf])
+        return self._records("mapValues", f, True)
 
     def flatMapValues(self, f: Callable[[Any], Iterable[Any]]) -> DStream[tuple[Any, Any]]:
         """Apply ``f`` to every value and emit one pair per element it returns."""
-        uf = self._user("flatMapValues", f)
-        g = uf.guarded()
-        return self._rdd_op("flatMapValues", lambda rdd: rdd.flatMapValues(g), [uf])
+        return self._records("flatMapValues", f, True)
 
     def combineByKey(
         self,

@@ -252,10 +252,10 @@ class TempViews:
         retention = stream._node._graph.settings.view_retention
         with self._lock:
             self._views[name] = (stream, schema or frame.schema)  # infer once
-            held = self._held.setdefault(name, [])
+            held, time = self._held.setdefault(name, []), rdd.interval  # type: ignore[attr-defined]
             held.append(rdd)
             # Older intervals are let go once they are view_retention older than the newest.
-            self._held[name] = [r for r in held if r.interval > rdd.interval - retention]
+            self._held[name] = [r for r in held if r.interval > time - retention]
 
 
 _views_lock = threading.Lock()

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dstream.api.windows import WindowOps
+from dstream.functions import QUARANTINE_ADVICE
 from dstream.streams.copartitioned import partition_by
 from dstream.streams.keyed_state import StateDStream, TaggedEvents, TrackDStream, TrackView
 from dstream.tasks.track_state import TrackFunctions
@@ -48,7 +49,7 @@ class StateOps(WindowOps[T]):
             )
             initial = partition_by(rdd, n)
         events = TaggedEvents(self._node, n, name)
-        return self._wrap(StateDStream(events, uf.guarded(), initial, [uf]))
+        return self._wrap(StateDStream(events, uf.guarded(QUARANTINE_ADVICE), initial, [uf]))
 
     def track(
         self,
@@ -84,8 +85,8 @@ class StateOps(WindowOps[T]):
             )
         n = self._num_partitions(numPartitions, name)
         fns = TrackFunctions(
-            init_uf.guarded(),
-            update_uf.guarded(),
+            init_uf.guarded(QUARANTINE_ADVICE),
+            update_uf.guarded(QUARANTINE_ADVICE),
             limit.ms,
             slide.ms,
         )

@@ -6,7 +6,6 @@ a task names the operator and where the program called it.
 
 from __future__ import annotations
 
-import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,7 +15,7 @@ from dstream.functions import (
     guard_partitions,
     positional_arity,
 )
-from dstream.streams.transformed import TransformedDStream, UnionDStream
+from dstream.streams.transformed import RecordsDStream, TransformedDStream, UnionDStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -54,35 +53,22 @@ class StatelessOps(CommonOps[T]):
 
         >>> stream.map(lambda line: line.upper())  # doctest: +SKIP
         """
-        uf = self._user("map", f)
-        g = uf.guarded()
-        return self._rdd_op(
-            "map",
-            lambda rdd: rdd.mapPartitions(lambda it: map(g, it), preservesPartitioning),
-            [uf],
-        )
+        return self._records("map", f, preservesPartitioning)
 
     def flatMap(
         self, f: Callable[[T], Iterable[Any]], preservesPartitioning: bool = False
     ) -> DStream[Any]:
         """Apply ``f`` to every record and flatten the iterables it returns."""
-        uf = self._user("flatMap", f)
-        g = uf.guarded()
-        return self._rdd_op(
-            "flatMap",
-            lambda rdd: rdd.mapPartitions(
-                lambda it: itertools.chain.from_iterable(map(g, it)), preservesPartitioning
-            ),
-            [uf],
-        )
+        return self._records("flatMap", f, preservesPartitioning)
 
     def filter(self, f: Callable[[T], bool]) -> DStream[T]:
         """Keep the records for which ``f`` is true."""
-        uf = self._user("filter", f)
-        g = uf.guarded()
-        return self._rdd_op(
-            "filter", lambda rdd: rdd.mapPartitions(lambda it: filter(g, it), True), [uf]
-        )
+        return self._records("filter", f, True)
+
+    def _records(self, kind: str, f: object, preserves: bool) -> DStream[Any]:
+        """A per-record operator; under ``StreamingSettings(bad_records="quarantine")`` the
+        records ``f`` raises on are set aside (``ssc.quarantined()``)."""
+        return self._wrap(RecordsDStream(self._node, kind, self._user(kind, f), preserves))
 
     def mapPartitions(
         self, f: Callable[[Iterable[T]], Iterable[Any]], preservesPartitioning: bool = False

@@ -95,6 +95,7 @@ def progress_record(engine: Engine, info: BatchInfo) -> dict[str, Any]:
         },
         "backlog": info.backlog,
         "failed": info.failed,
+        "quarantinedRecords": info.quarantined,
         "sources": sources,
         "stateOperators": states,
         "outputs": [

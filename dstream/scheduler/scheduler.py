@@ -496,6 +496,8 @@ class JobScheduler:
             input_records=records,
             input_metadata=metadata,
             output_operations=_in_order(batch.outputs),
+            # Before the interval's metadata record: the dead-letter file comes first.
+            quarantined=self._graph.quarantine.harvest(batch.time),
         )
         for job in batch.jobs:
             if job.release is not None:

@@ -17,6 +17,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dstream.streams.quarantine import Quarantine
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -108,6 +109,8 @@ class DStreamGraph:
         # The SQL views of createOrReplaceTempView (dstream.api.queries keeps them here,
         # made with the first one).
         self.views: object | None = None
+        # Records set aside under bad_records="quarantine" (dstream.streams.quarantine).
+        self.quarantine = Quarantine(self)
         _graphs[context] = weakref.ref(self)
         self.streams: list[DStreamCore[Any]] = []
         self.inputs: list[InputDStream] = []

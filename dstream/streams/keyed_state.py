@@ -19,6 +19,7 @@ from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
 from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
 from dstream.streams.state_base import StateStream
+from dstream.tasks.quarantine import StateNotes
 from dstream.tasks.state_merge import merge_update_state, sections
 from dstream.tasks.track_state import (
     SnapshotRef,
@@ -122,16 +123,22 @@ class StateDStream(StateStream):
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
         update, intervals = self._update, len(times)
         union = sectioned_union(self._graph.runtime.marks, count, groups)
-        if not unfiltered:
+        quarantine = self._graph.quarantine
+        if not unfiltered and not quarantine.active:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
+        acc = quarantine.accumulator() if quarantine.active else None
+        label, millis = self._label, [u.ms for u in times]
 
-        def merge_keeping_own_keys(split: int, records: Iterable[Any]) -> Iterator[Any]:
+        def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
             def own(key: Any) -> bool:
                 return partition_of(key, count) == split
 
-            return merge_update_state(records, update, intervals, own)
+            notes = None if acc is None else (StateNotes(acc, label, split), millis)
+            return merge_update_state(
+                records, update, intervals, own if unfiltered else None, notes
+            )
 
-        return union.mapPartitionsWithIndex(merge_keeping_own_keys, True)
+        return union.mapPartitionsWithIndex(merge_partition, True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         before = self._schedule.at((time - self._slide_duration).ms)
@@ -209,13 +216,16 @@ class TrackDStream(StateStream):
             groups.append([] if rdd is None else [rdd])
         fns, millis, files = self._fns, [u.ms for u in times], self._files
         snapshots = None if base_ms is None else self._snapshots(base_ms)
+        quarantine, label = self._graph.quarantine, self._label
+        acc = quarantine.accumulator() if quarantine.active else None
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
             parts = sections(records, len(millis) + 1)
             previous_delta = parts[0][0][1] if parts[0] else None
             intervals = list(zip(millis, parts[1:], strict=True))
             base = None if snapshots is None else snapshots[split]
-            yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files)
+            notes = None if acc is None else StateNotes(acc, label, split)
+            yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files, notes)
 
         union = sectioned_union(self._graph.runtime.marks, self._partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)

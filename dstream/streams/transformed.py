@@ -8,18 +8,19 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream.errors import UserFunctionError
-from dstream.functions import UserFunction
+from dstream.functions import QUARANTINE_ADVICE, UserFunction
 from dstream.streams.base import DStreamCore
 from dstream.time import Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
-__all__ = ["TransformedDStream", "UnionDStream"]
+__all__ = ["RecordsDStream", "TransformedDStream", "UnionDStream"]
 
 
 class TransformedDStream(DStreamCore[Any]):
@@ -67,6 +68,53 @@ class TransformedDStream(DStreamCore[Any]):
                 "not an RDD; return the transformed RDD (e.g. rdd.map(...))"
             )
         return result
+
+
+def _plain(kind: str, g: Callable[..., Any]) -> Callable[[Iterable[Any]], Iterable[Any]]:
+    """The partition function of a per-record operator whose failures fail the task."""
+    if kind == "map":
+        return lambda it: map(g, it)
+    if kind == "filter":
+        return lambda it: filter(g, it)
+    if kind == "flatMap":
+        return lambda it: itertools.chain.from_iterable(map(g, it))
+    if kind == "mapValues":
+        return lambda it: ((k, g(v)) for k, v in it)
+    return lambda it: ((k, x) for k, v in it for x in g(v))  # flatMapValues
+
+
+class RecordsDStream(DStreamCore[Any]):
+    """A per-record operator (map, flatMap, filter, mapValues, flatMapValues): one
+    ``mapPartitions`` over the parent's RDD of each interval. Under
+    ``bad_records="quarantine"`` a record ``fn`` raises on is set aside, not passed on
+    (:mod:`dstream.tasks.quarantine`)."""
+
+    KINDS = ("map", "flatMap", "filter", "mapValues", "flatMapValues")
+
+    def __init__(
+        self, parent: DStreamCore[Any], kind: str, uf: UserFunction, preserves: bool
+    ) -> None:
+        assert kind in self.KINDS, kind
+        super().__init__(parent._graph, [parent], name=kind, user_functions=[uf])
+        self._kind = kind
+        self._uf = uf
+        # mapValues and filter keep keys where they are; map and flatMap when told so.
+        self._preserves = preserves or kind in ("filter", "mapValues", "flatMapValues")
+
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        rdd = self._parents[0]._get_or_compute(time)
+        if rdd is None:
+            return None
+        quarantine = self._graph.quarantine
+        if not quarantine.active:
+            g = self._uf.guarded(QUARANTINE_ADVICE)
+            return rdd.mapPartitions(_plain(self._kind, g), self._preserves)
+        from dstream.tasks.quarantine import quarantining
+
+        task = quarantining(
+            self._kind, self._uf.fn, self._uf.label, time.ms, quarantine.accumulator()
+        )
+        return rdd.mapPartitionsWithIndex(task, self._preserves)
 
 
 class UnionDStream(DStreamCore[Any]):

@@ -13,7 +13,10 @@ from __future__ import annotations
 import pickle
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dstream.tasks.quarantine import StateNotes
 
 __all__ = [
     "SectionMark",
@@ -204,6 +207,7 @@ def merge_update_state(
     update_func: Callable[[list[Any], Any], Any],
     intervals: int = 1,
     keep: Callable[[Any], bool] | None = None,
+    quarantine: tuple[StateNotes, list[int]] | None = None,
 ) -> Iterator[tuple[Any, Any]]:
     """``updateStateByKey`` from ``1 + intervals`` sections: the previous state
     ``(key, state)``, then the new records ``(key, ((source partition, position), value))``
@@ -211,19 +215,32 @@ def merge_update_state(
     the new state is ``update_func(new values in input order, old state or None)``; ``None``
     drops the key. The tag puts a key's values back in input order however the shuffle
     delivered them, so a recomputed interval gives the same state.
+
+    With ``quarantine`` (the notes and each interval's time), a key whose ``update_func``
+    raises keeps its previous state and ``(key, new values)`` is set aside.
     """
     parts = sections(records, 1 + intervals)
     # keep: after a rescale's split, the previous state holds a sibling partition's keys too.
     states = dict(parts[0]) if keep is None else {k: v for k, v in parts[0] if keep(k)}
-    for new in parts[1:]:
+    for index, new in enumerate(parts[1:]):
         news: dict[Any, list[tuple[tuple[int, int], Any]]] = {}
         for key, payload in new:
             news.setdefault(key, []).append(payload)
         for key in list(states.keys() | news.keys()):
             values = [v for _, v in sorted(news.get(key, ()), key=lambda tv: tv[0])]
-            new_state = update_func(values, states.get(key))
+            if quarantine is None:
+                new_state = update_func(values, states.get(key))
+            else:
+                try:
+                    new_state = update_func(values, states.get(key))
+                except Exception as exc:
+                    notes, times_ms = quarantine
+                    notes.note(times_ms[index], key, values, exc)
+                    continue
             if new_state is None:
                 states.pop(key, None)
             else:
                 states[key] = new_state
+    if quarantine is not None:
+        quarantine[0].send()
     return iter(states.items())

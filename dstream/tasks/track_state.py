@@ -29,11 +29,14 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dstream.storage.integrity import VerifiedFile, open_verified
 from dstream.storage.snapshots import StateTable, write_table
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles
+
+if TYPE_CHECKING:
+    from dstream.tasks.quarantine import StateNotes
 
 __all__ = [
     "SnapshotRef",
@@ -105,6 +108,7 @@ def _apply_interval(
     time_ms: int,
     events: Iterable[tuple[Any, tuple[tuple[int, int], Any]]],
     fns: TrackFunctions,
+    notes: StateNotes | None = None,
 ) -> None:
     entries = delta.entries
     # Group this interval's events by key, in input order (the tag is (source partition, seq)).
@@ -128,7 +132,17 @@ def _apply_interval(
         state = pickle.loads(pickled) if pickled is not None else None
         was_live = state is not None
         for _, event in tagged_events:
-            state = fns.initialize(key, event) if state is None else fns.update(key, state, event)
+            if notes is None:
+                state = (
+                    fns.initialize(key, event) if state is None else fns.update(key, state, event)
+                )
+                continue
+            try:  # quarantine: an event its function raises on leaves the state as it was
+                state = (
+                    fns.initialize(key, event) if state is None else fns.update(key, state, event)
+                )
+            except Exception as exc:
+                notes.note(time_ms, key, event, exc)
         if state is not None:
             entries[kb] = (pickle.dumps(state, protocol=5), time_ms, time_ms, in_table)
         elif was_live:
@@ -155,9 +169,11 @@ def fold(
     intervals: Sequence[tuple[int, Iterable[tuple[Any, tuple[tuple[int, int], Any]]]]],
     fns: TrackFunctions,
     files: TaskFiles | None = None,
+    notes: StateNotes | None = None,
 ) -> TrackDelta:
     """Apply ``intervals`` (batch time, tagged events), in order, on top of ``previous`` — or
-    on top of the snapshot ``base`` alone when ``previous`` is None or older than it."""
+    on top of the snapshot ``base`` alone when ``previous`` is None or older than it. With
+    ``notes`` (bad_records="quarantine"), an event whose function raises is set aside."""
     files = files if files is not None else LocalTaskFiles()
     if previous is not None and previous.base_ms == base_ms:
         delta = TrackDelta(
@@ -167,7 +183,9 @@ def fold(
         delta = TrackDelta(partition, base_ms, base, files=files)
     with delta.table() as table:
         for time_ms, events in intervals:
-            _apply_interval(delta, table, time_ms, events, fns)
+            _apply_interval(delta, table, time_ms, events, fns, notes)
+    if notes is not None:
+        notes.send()
     return delta
 
 

@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkConf, SparkContext
 
@@ -90,8 +91,11 @@ def words_context(sc: SparkContext, work: Path, clock: HoldingClock) -> Streamin
 
 
 def queue_context(sc: SparkContext, clock: HoldingClock, batches: int) -> StreamingContext:
-    ssc = StreamingContext(sc, BATCH_MS / 1000, clock=clock)
-    data = [list(range(10 * (i + 1))) for i in range(batches)]
+    # Its second batch holds a record the map raises on: set aside, shown beside the records.
+    settings = StreamingSettings(bad_records="quarantine")
+    ssc = StreamingContext(sc, BATCH_MS / 1000, clock=clock, settings=settings)
+    data: list[list[Any]] = [list(range(10 * (i + 1))) for i in range(batches)]
+    data[1].append("not a number")
     ssc.queueStream(data).map(lambda x: (x % 3, 1)).reduceByKey(lambda a, b: a + b).foreachRDD(
         lambda rdd: rdd.collect()
     )

@@ -259,9 +259,16 @@ def test_two_contexts_on_one_spark_context_each_have_their_own_page(run: Run) ->
     progress = run.contexts[run.queue]["progress"]
     rows = rows_by_batch(queue_page, "completed-batches-table")
     assert sorted(rows) == [p["batchId"] for p in progress]
+    # The queue's second batch had a record its map raised on, set aside (bad_records).
+    assert [p["quarantinedRecords"] for p in progress][:3] == [0, 1, 0]
     assert [rows[p["batchId"]].find("td", cls="records").clean_text for p in progress] == [
-        f"{p['numInputRows']:,}" for p in progress
+        f"{p['numInputRows']:,}" + (" (1 set aside)" if p["quarantinedRecords"] else "")
+        for p in progress
     ]
+    second = run.dom(f"/dstream/batch/?id={run.queue}&batch={progress[1]['batchId']}")
+    assert second.find(id="quarantined").clean_text == (
+        'Records set aside (bad_records="quarantine"): 1'
+    )
     assert not queue_page.find_all("table", id="states-table")  # the other context's state
     assert not queue_page.find_all("table", id="failed-batches-table")
 

@@ -145,7 +145,8 @@ def test_a_failing_task_is_raised_with_batch_operator_and_traceback(harness: Any
     )
     assert "map at test_errors.py:" in first
     assert first.endswith(
-        "failed in a task: ValueError: invalid literal for int() with base 10: 'oops'"
+        "failed in a task: ValueError: invalid literal for int() with base 10: 'oops' (to set "
+        "such records aside and go on, run with StreamingSettings(bad_records='quarantine'))"
     )
     assert err.batch_time.ms == 2000
     assert err.operation.startswith("map at test_errors.py:")

@@ -41,6 +41,7 @@ CONTEXT_EXTRAS = {
     "lastProgress",
     "recentProgress",
     "replay",
+    "quarantined",
 }
 
 

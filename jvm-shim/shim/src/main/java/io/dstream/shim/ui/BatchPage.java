@@ -67,6 +67,10 @@ final class BatchPage extends WebUIPage {
     item(out, "batch-interval", "Batch interval", Html.ms(context.path("batchDurationMs")));
     item(out, "status", "Status", batch.path("failed").asBoolean(false) ? "failed" : "succeeded");
     item(out, "records", "Input records", Html.count(batch.path("numInputRows")));
+    if (batch.path("quarantinedRecords").asLong(0) > 0) {
+      item(out, "quarantined", "Records set aside (bad_records=\"quarantine\")",
+          Html.count(batch.path("quarantinedRecords")));
+    }
     item(out, "scheduling-delay", "Scheduling delay", Html.ms(d.path("schedulingDelay")));
     item(out, "processing-time", "Processing time", Html.ms(d.path("processing")));
     item(out, "total-delay", "Total delay", Html.ms(d.path("totalDelay")));

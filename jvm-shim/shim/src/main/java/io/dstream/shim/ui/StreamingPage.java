@@ -242,6 +242,10 @@ final class StreamingPage extends WebUIPage {
       out.append("\" sorttable_customkey=\"").append(time).append("\" class=\"batch-time\">");
       out.append(Views.batchLink(request, tab, c, b)).append("</td>");
       out.append("<td class=\"records\">").append(Html.count(b.path("numInputRows")));
+      if (b.path("quarantinedRecords").asLong(0) > 0) {
+        out.append(" <span class=\"quarantined\">(").append(Html.count(b.path("quarantinedRecords")));
+        out.append(" set aside)</span>");
+      }
       out.append("</td>");
       out.append("<td class=\"scheduling-delay\">").append(Html.ms(d.path("schedulingDelay")));
       out.append("</td><td class=\"processing-time\">").append(Html.ms(d.path("processing")));
