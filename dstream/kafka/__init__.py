@@ -96,6 +96,7 @@ def createDirectStream(
     pollTimeout: float = 120.0,
     driverTimeout: float = 5.0,
     rangesRemember: object = "60s",
+    cutRangesAt: str = "auto",
 ) -> DStream[Any]:
     """A stream of the records of ``topics``, read in fixed offset ranges per interval.
 
@@ -122,6 +123,15 @@ def createDirectStream(
       by the next one). ``rangesRemember``: how long each interval's ranges are kept for
       recomputation at least; they are also kept while a state downstream may be rebuilt
       from its last checkpoint (one whose writes lag or fail holds them).
+    - ``cutRangesAt``: where an interval's ranges end. ``"end"``: at each partition's log
+      end when the interval is planned. ``"time"``: at the interval's own time, by record
+      timestamp (Kafka's offsetsForTimes: the first offset whose timestamp is after the
+      interval's end), so an interval planned late (a backlog beyond
+      ``StreamingSettings.max_backlog``, the intervals a restarted driver catches up) reads
+      what arrived by its time, not everything since. ``"auto"`` (default): ``"time"`` for
+      intervals planned more than one interval late under the system clock, ``"end"``
+      otherwise (an interval on time ends at the log end, one request fewer; a
+      ``ManualClock``'s times are not record timestamps).
     """
     require_client()
     params, topic_list, offsets, options = _common(
@@ -137,6 +147,7 @@ def createDirectStream(
         pollTimeout,
         driverTimeout,
         rangesRemember,
+        cutRangesAt,
     )
     site = call_site()
     functions = []
@@ -184,6 +195,7 @@ def createDirectBatchStream(
     pollTimeout: float = 120.0,
     driverTimeout: float = 5.0,
     rangesRemember: object = "60s",
+    cutRangesAt: str = "auto",
 ) -> BatchStream:
     """The values of ``createDirectStream``'s records as Arrow arrays (up to 65,536 values
     each, several per task): a :class:`~dstream.api.columnar.BatchStream`, like
@@ -212,6 +224,7 @@ def createDirectBatchStream(
         pollTimeout,
         driverTimeout,
         rangesRemember,
+        cutRangesAt,
     )
     stream = _source(
         ssc,
@@ -248,6 +261,7 @@ def _common(
     poll_timeout: float,
     driver_timeout: float,
     ranges_remember: object,
+    cut_at: str,
 ) -> tuple[dict[str, Any], list[str], dict[tuple[str, int], int], SourceOptions]:
     from dstream.kafka.source import SourceOptions
 
@@ -278,6 +292,12 @@ def _common(
     for seconds, arg in ((poll_timeout, "pollTimeout"), (driver_timeout, "driverTimeout")):
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
             raise ValueError(f"{what}() {arg} {seconds!r} must be a number of seconds > 0")
+    if cut_at not in ("auto", "time", "end"):
+        raise ValueError(
+            f"{what}() cutRangesAt {cut_at!r} must be 'time' (an interval reads the records "
+            "timestamped up to its end), 'end' (up to the log end when it is planned) or "
+            "'auto' (time for an interval planned late, under the system clock)"
+        )
     remember = to_duration(ranges_remember, f"{what}() rangesRemember")
     if remember < Duration(0):
         raise ValueError(f"{what}() rangesRemember {remember} must not be negative")
@@ -290,6 +310,7 @@ def _common(
         poll_timeout_s=float(poll_timeout),
         driver_timeout_s=float(driver_timeout),
         ranges_remember=remember,
+        cut_at=cut_at,
     )
     return params, list(topics), offsets, options
 

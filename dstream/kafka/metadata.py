@@ -105,6 +105,20 @@ class KafkaOffsets:
                 snap.available[tp] = (answers["earliest"][tp], answers["latest"][tp])
         return snap
 
+    def offsets_after(self, partitions: list[TP], time_ms: int, timeout_s: float) -> dict[TP, int]:
+        """For each partition, the first offset whose record timestamp is after ``time_ms``
+        (Kafka's offsetsForTimes at ``time_ms + 1``); -1 where no record is that new. A
+        partition that did not answer within ``timeout_s`` is absent."""
+        from confluent_kafka.admin import OffsetSpec
+
+        got: dict[TP, int] = {}
+        problems: dict[TP | None, str] = {}
+        spec = OffsetSpec.for_timestamp(time_ms + 1)
+        self._list_offsets(partitions, spec, "by time", time.monotonic() + timeout_s, got, problems)
+        for message in problems.values():
+            log.warning("offsets by time: %s", message)
+        return got
+
     def _list_offsets(
         self,
         partitions: list[TP],

@@ -7,6 +7,10 @@ topic-partition)::
     range(tp)     = [position(tp), min(latest(tp), position(tp) + maxRecordsPerPartition))
     position(tp) <- the range's end
 
+    with cutRangesAt="time" (by default: an interval planned late under the system clock),
+    latest(tp) is first lowered to the first offset whose record timestamp is after the
+    interval's end (cut_at_time), never below position(tp)
+
     a partition seen for the first time           starts at its earliest offset
     position < earliest (retention deleted data)  KafkaDataLossError, or with
                                                   failOnDataLoss=False: skip to earliest
@@ -36,6 +40,7 @@ __all__ = [
     "OffsetRange",
     "Plan",
     "TopicAndPartition",
+    "cut_at_time",
     "describe_ranges",
     "normalize_from_offsets",
     "parse_offset_reset",
@@ -217,6 +222,26 @@ _CHOICES = (
     "keep records longer (the topic's retention.ms / retention.bytes) so that the "
     "stream reads them in time"
 )
+
+
+def cut_at_time(
+    available: Mapping[TP, tuple[int, int]],
+    positions: Mapping[TP, int],
+    after: Mapping[TP, int],
+) -> dict[TP, tuple[int, int]]:
+    """``available`` with each partition's log end lowered to ``after`` (the first offset
+    whose record timestamp is after the interval's end), so the interval reads what arrived
+    by its time. Never below the stream's position (what earlier intervals read stays
+    read: timestamps need not grow with offsets), and unchanged where Kafka had no later
+    record (``after`` absent or negative) or no answer."""
+    out = dict(available)
+    for tp, (earliest, latest) in available.items():
+        end = after.get(tp)
+        if end is None or end < 0 or end >= latest:
+            continue
+        position = positions.get(tp, earliest)
+        out[tp] = (earliest, max(end, min(position, latest), earliest))
+    return out
 
 
 def plan_interval(

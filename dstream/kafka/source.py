@@ -21,11 +21,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dstream.clock import SystemClock
 from dstream.kafka.client import consumer_settings
 from dstream.kafka.metadata import KafkaOffsets
 from dstream.kafka.ranges import (
     TP,
     OffsetRange,
+    cut_at_time,
     describe_ranges,
     parse_offset_reset,
     plan_interval,
@@ -63,6 +65,7 @@ class SourceOptions:
         poll_timeout_s: float,
         driver_timeout_s: float,
         ranges_remember: Duration,
+        cut_at: str = "auto",
     ) -> None:
         self.max_per_partition = max_per_partition
         self.max_per_task = max_per_task
@@ -72,6 +75,7 @@ class SourceOptions:
         self.poll_timeout_s = poll_timeout_s
         self.driver_timeout_s = driver_timeout_s
         self.ranges_remember = ranges_remember
+        self.cut_at = cut_at  # "auto" | "time" | "end" (createDirectStream's cutRangesAt)
 
 
 class KafkaInputDStream(InputDStream):
@@ -183,9 +187,15 @@ class KafkaInputDStream(InputDStream):
         with self._state_lock:
             positions = dict(self._positions or {})
         snap = self._client().snapshot(self._topics, self._options.driver_timeout_s)
+        available = snap.available
+        if self._cut_at_time(time) and available:
+            after = self._client().offsets_after(
+                list(available), time.ms, self._options.driver_timeout_s
+            )
+            available = cut_at_time(available, positions, after)
         plan = plan_interval(
             positions,
-            snap.available,
+            available,
             snap.missing_topics,
             max_per_partition=self._max_per_partition(len(snap.available)),
             fail_on_data_loss=self._options.fail_on_data_loss,
@@ -199,6 +209,14 @@ class KafkaInputDStream(InputDStream):
             self._positions = plan.positions
             self._planned_until = time
         return plan.ranges
+
+    def _cut_at_time(self, time: Time) -> bool:
+        """Whether interval ``time``'s ranges end at its own time (record timestamps)."""
+        mode = getattr(self._options, "cut_at", "auto")  # programs journaled before it: auto
+        if mode != "auto":
+            return bool(mode == "time")
+        clock = self._graph.clock
+        return isinstance(clock, SystemClock) and clock.now() - time > self._slide_duration
 
     def _max_per_partition(self, partitions: int) -> int | None:
         """maxRecordsPerPartition, lowered by backpressure to the interval's allowance

@@ -37,10 +37,16 @@ class Writer:
         self.sent: list[tuple[str, str]] = []
 
     def send(
-        self, topic: str, records: list[tuple[str, str]], partition: int | None = None
+        self,
+        topic: str,
+        records: list[tuple[str, str]],
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
     ) -> list[tuple[str, str]]:
         for key, value in records:
             kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
+            if timestamp_ms is not None:
+                kwargs["timestamp"] = timestamp_ms  # the record's CreateTime
             self._producer.produce(topic, value.encode(), key.encode(), **kwargs)
         assert self._producer.flush(30) == 0, "records not acknowledged"
         self.sent.extend(records)

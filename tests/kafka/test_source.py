@@ -111,6 +111,40 @@ def test_a_backlog_is_spread_over_intervals_by_the_cap_in_offset_order(
     assert {m[:2] for m in flat} == {(topic, 0)}
 
 
+def test_intervals_planned_late_read_what_arrived_by_their_own_time(
+    harness: Callable[..., Harness],
+    kafka_broker: KafkaBroker,
+    new_topic: Callable[..., str],
+    writer: Writer,
+) -> None:
+    """Three intervals' records are in the log before any of them is planned (a backlog, a
+    driver catching up): cut at each interval's time (record timestamps), each reads its
+    own; cut at the log end, the first reads all and the next ones nothing (what one run
+    saw: one interval read 60,000 records, the next ~49 none)."""
+    t0 = (int(time.time() * 1000) // 1000 - 600) * 1000  # ten minutes ago, on the grid
+    topic = new_topic(2)
+    sent = [
+        writer.send(topic, records(f"interval{i}", 10 * (i + 1)), timestamp_ms=t0 + i * 1000 + 500)
+        for i in range(3)
+    ]  # interval i + 1 is (t0 + i s, t0 + (i + 1) s]
+    got: dict[str, list[list[Any]]] = {}
+    for mode in ("time", "end"):
+        h = harness(start_ms=t0)
+        stream = createDirectStream(
+            h.ssc,
+            [topic],
+            params(kafka_broker, **{"auto.offset.reset": "earliest"}),
+            cutRangesAt=mode,
+        )
+        collected = BatchCollector(stream)
+        h.ssc.start()
+        h.run_batches(4)
+        got[mode] = collected.in_order()
+        h.ssc.stop(stopSparkContext=False)
+    assert [Counter(b) for b in got["time"]] == [Counter(b) for b in sent] + [Counter()]
+    assert [len(b) for b in got["end"]] == [60, 0, 0, 0]
+
+
 def _slow(record: Any) -> Any:
     time.sleep(0.002)  # a cost per record: backpressure has something to slow down
     return record

@@ -22,6 +22,7 @@ from dstream.kafka.ranges import (
     KafkaTopicDeletedError,
     OffsetRange,
     TopicAndPartition,
+    cut_at_time,
     normalize_from_offsets,
     parse_offset_reset,
     plan_interval,
@@ -241,3 +242,22 @@ def test_record_identity_reads_the_headers_saveToKafka_writes() -> None:
     assert record_identity(headers) == ("out", 3000, 2, "0f1e-1")
     with pytest.raises(ValueError, match=r"not written by dstream\.kafka\.saveToKafka"):
         record_identity([("other", b"x")])
+
+
+def test_an_interval_cut_at_its_time_ends_at_the_first_later_record() -> None:
+    """cutRangesAt="time": the log end is lowered to the first offset timestamped after the
+    interval; never below what earlier intervals read, nothing changed where no record is
+    that new (-1), or Kafka did not answer (absent)."""
+    available = {("t", 0): (0, 100), ("t", 1): (10, 50), ("t", 2): (0, 30), ("t", 3): (0, 9)}
+    positions = {("t", 0): 20, ("t", 1): 40, ("t", 2): 5}
+    after = {("t", 0): 60, ("t", 1): 30, ("t", 2): -1}
+    assert cut_at_time(available, positions, after) == {
+        ("t", 0): (0, 60),  # records 60.. are newer than the interval: the next one reads them
+        ("t", 1): (10, 40),  # the first newer record was already read: nothing more this time
+        ("t", 2): (0, 30),  # no record is newer: all of it
+        ("t", 3): (0, 9),  # no answer by time: the log end
+    }
+    plan = plan_interval(positions, cut_at_time(available, positions, after))
+    assert [(r.partition, r.fromOffset, r.untilOffset) for r in plan.ranges] == [
+        (0, 20, 60), (2, 5, 30), (3, 0, 9),
+    ]  # fmt: skip
