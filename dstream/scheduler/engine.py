@@ -430,7 +430,7 @@ class Engine:
             self.state = "stopping" if was == "active" else "stopped"
         if was == "active":
             assert self.scheduler is not None
-            self.scheduler.stop(graceful=graceful)
+            self.scheduler.stop(graceful=graceful, leave_deferred=self._restart_reads())
             if self.checkpointer is not None:
                 self.checkpointer.stop(graceful=graceful)
             for source in self.graph.inputs:
@@ -450,6 +450,20 @@ class Engine:
         with self._state_lock:
             self.state = "stopped"  # awaitTermination returns once everything has stopped
             self._state_lock.notify_all()
+
+    def _restart_reads(self) -> str | None:
+        """Where a driver restarted from this program's checkpoint finds the input of the
+        intervals not generated yet (so a graceful stop can leave them), or None when it
+        would not (no checkpoint directory of the user's, or a source that cannot read a
+        past interval again: those intervals are run before the stop)."""
+        if self.checkpoint_dir is None:
+            return None
+        if not all(source._durable for source in self.graph.inputs):
+            return None
+        return (
+            "their input is still at its sources, and a driver restarted from "
+            f"{self.checkpoint_dir} (StreamingContext.getOrCreate) runs them"
+        )
 
     def await_termination(self, timeout: float | None) -> bool:
         """Wait until stopped (True) or ``timeout`` seconds pass (False); raise the error of

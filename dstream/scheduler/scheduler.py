@@ -77,7 +77,7 @@ from dstream.scheduler.events import (
 )
 from dstream.scheduler.jobs import JobRunner
 from dstream.scheduler.timer import RecurringTimer
-from dstream.time import Time
+from dstream.time import Time, human_time
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -164,6 +164,8 @@ class JobScheduler:
         self._completed: deque[Time] = deque(maxlen=1000)
         # Intervals due but not generated yet (the backlog bound), in order.
         self._deferred: deque[Time] = deque()
+        # A graceful stop that leaves the deferred intervals to a restarted driver.
+        self._draining = False
         # Intervals whose output failed after its retries (kept in the journal), newest last.
         self._failed: deque[Time] = deque(failed_before, maxlen=1000)
         self._last_generated: Time | None = None
@@ -191,10 +193,44 @@ class JobScheduler:
         self._loop_thread.start()
         self._timer.start(first_batch)
 
-    def stop(self, graceful: bool) -> None:
+    def stop(self, graceful: bool, leave_deferred: str | None = None) -> None:
+        """Stop generating; gracefully: let the generated intervals finish (and, unless
+        ``leave_deferred`` says where a restart finds their input, the due intervals the
+        backlog bound kept back), then say what was done."""
         self._timer.stop()
         if graceful:
-            self._wait_for_generated(self._settings.graceful_stop_timeout.total_seconds())
+            began = _time.monotonic()
+            if leave_deferred is not None:
+                with self._generating:
+                    self._draining = True  # what is not generated yet stays so
+            with self._done:
+                since = self._settled  # the newest interval completed before the stop
+            finished = self._wait_for_generated(
+                self._settings.graceful_stop_timeout.total_seconds()
+            )
+            with self._done:
+                done = sum(1 for t in self._completed if since is None or t > since)
+                in_flight, left = len(self._batches), len(self._deferred)
+            took = _time.monotonic() - began
+            if not finished:
+                log.warning(
+                    "graceful stop gave up after %.0f s (StreamingSettings."
+                    "graceful_stop_timeout): %d intervals finished, %d still running are "
+                    "cancelled, %d due were not generated",
+                    took, done, in_flight, left,
+                )  # fmt: skip
+            elif left:
+                log.warning(
+                    "graceful stop: %d generated intervals finished in %.1f s; %d due "
+                    "intervals were not generated: %s",
+                    done, took, left, leave_deferred,
+                )  # fmt: skip
+            else:
+                log.info("graceful stop: %d intervals finished in %.1f s", done, took)
+            if not finished:
+                self._jobs.cancel()
+                for t in list(self._batches):
+                    self._sc.cancelJobGroup(self._group(t))
         else:
             with self._done:
                 running = list(self._batches)
@@ -263,20 +299,22 @@ class JobScheduler:
         with self._done:
             return list(self._failed)
 
-    def _wait_for_generated(self, timeout_s: float) -> None:
+    def _wait_for_generated(self, timeout_s: float) -> bool:
+        """Wait until no interval is running or due (draining: running); False when
+        ``timeout_s`` passed first."""
         # Everything the timer posted is in the queue before this marker-free check.
         deadline = _time.monotonic() + timeout_s
         with self._done:
             while True:
                 if self._halted is not None:
-                    return  # nothing more will be generated or completed normally
+                    return True  # nothing more will be generated or completed normally
                 pending_events = not self._events.empty()
-                if not self._batches and not self._deferred and not pending_events:
-                    return
+                deferred = self._deferred and not self._draining
+                if not self._batches and not deferred and not pending_events:
+                    return True
                 remaining = deadline - _time.monotonic()
                 if remaining <= 0:
-                    log.warning("graceful stop gave up waiting for %d batches", len(self._batches))
-                    return
+                    return False
                 self._done.wait(min(remaining, 0.1))
 
     def _group(self, time: Time) -> str:
@@ -373,7 +411,7 @@ class JobScheduler:
     # ---- generating intervals -----------------------------------------------------------------
     def _generate(self, time: Time) -> None:
         """Generate ``time`` now, or defer it behind the backlog bound (in order)."""
-        if self._deferred or len(self._batches) >= self._settings.max_backlog:
+        if self._deferred or len(self._batches) >= self._settings.max_backlog or self._draining:
             self._deferred.append(time)
             return
         with self._generating:
@@ -384,6 +422,7 @@ class JobScheduler:
         while (
             self._deferred
             and self._halted is None
+            and not self._draining
             and len(self._batches) < self._settings.max_backlog
         ):
             time = self._deferred.popleft()
@@ -518,6 +557,28 @@ class JobScheduler:
             self._settled = batch.time
             self._done.notify_all()
         self.stats.complete_s.append(_time.perf_counter() - began)
+
+    def active(self) -> tuple[list[dict[str, Any]], int]:
+        """The generated intervals not completed yet, oldest first, as the Streaming tab's
+        "Active Batches" shows them, and how many due intervals are not generated yet (held
+        back by ``max_backlog``)."""
+        with self._done:
+            batches = [self._batches[t] for t in sorted(self._batches)]
+            deferred = len(self._deferred)
+        rows = []
+        for b in batches:
+            started = b.info.processing_start_ms
+            rows.append(
+                {
+                    "batchId": b.time.ms,
+                    "batchTime": human_time(b.time),
+                    "status": "queued" if started is None else "processing",
+                    "submittedAt": human_time(b.info.submission_ms),
+                    "outputsDone": len(b.jobs) - b.pending,
+                    "outputsTotal": len(b.jobs),
+                }
+            )
+        return rows, deferred
 
     # for tests and the shell
     def running_batches(self) -> list[Any]:

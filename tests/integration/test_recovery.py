@@ -329,3 +329,61 @@ def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
     ssc.stop(stopSparkContext=False)
     assert latest is not None
     assert latest.record.completed_ms == T0 + B
+
+
+def test_a_graceful_stop_behind_a_backlog_finishes_what_runs_and_leaves_the_rest_to_a_restart(
+    sc: Any, dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """stop(stopGraceFully=True) while interval 1 runs and 2-6 are due: interval 1
+    finishes and commits, 2-6 are not generated (their files stay on record as unread) and
+    the stop says so; a driver restarted from the checkpoint runs them, and every interval
+    equals a run without the stop. Before, a graceful stop ran every due interval (60-69 s
+    of them in one run, most of them empty) and then gave up."""
+    for i in range(1, 7):
+        put(dirs["in"], i)
+    clock = ManualClock(T0)
+    first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    hook_entered, release = threading.Event(), threading.Event()
+    journal_batch = BatchCoordinator.batch_completed
+
+    def held_hook(self: BatchCoordinator, time: Time, position: Position) -> None:
+        if time == Time(T0 + B):
+            hook_entered.set()
+            assert release.wait(120)
+        journal_batch(self, time, position)
+
+    monkeypatch.setattr(BatchCoordinator, "batch_completed", held_hook)
+    first.start()
+    clock.advance(B)
+    assert hook_entered.wait(120)  # interval 1 is done but for its record
+    for _ in range(5):
+        clock.advance(B)  # 2-6 are due behind it
+    scheduler = engine_of(first).scheduler
+    assert scheduler is not None
+    pause = threading.Event()
+    while scheduler._events.qsize() < 5:  # the timer posted them; the loop is held
+        pause.wait(0.01)
+    stopper = threading.Thread(
+        target=lambda: first.stop(stopSparkContext=False, stopGraceFully=True)
+    )
+    with caplog.at_level("INFO", logger="dstream.scheduler.scheduler"):
+        stopper.start()
+        while not scheduler._draining:
+            stopper.join(0.01)
+        release.set()
+        stopper.join(120)
+    assert not stopper.is_alive()
+    assert sorted(os.listdir(dirs["out"])) == sorted(
+        f"{name}-{T0 + B}" for name in ("window", "totals", "track", "words")
+    )
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "graceful stop: 1 generated intervals finished" in said, said
+    assert "5 due intervals were not generated" in said, said
+    assert f"a driver restarted from {dirs['ckpt']}" in said, said
+
+    monkeypatch.undo()
+    clock2 = ManualClock(T0 + 6 * B)
+    resumed = StreamingContext.getOrCreate(str(dirs["ckpt"]), lambda: None, sc, clock=clock2)
+    run(resumed, clock2, 6)
+    resumed.stop(stopSparkContext=False)
+    assert outputs(dirs["out"]) == expected_outputs(6)
