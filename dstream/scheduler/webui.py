@@ -15,6 +15,10 @@ This module is the one definition of the documents (``FORMAT_VERSION``)::
               "batchDurationMs": 1000, "startedAt": "2026-11-26 17:16:57.000",
               "status": "running" | "stopped", "stoppedAt": null | "...",
               "totals": {"batches": 12, "failedBatches": 0, "inputRows": 24000},
+              "activeBatches": [{"batchId": 1795713418000, "batchTime": "...",
+                                 "status": "queued" | "processing", "submittedAt": "...",
+                                 "outputsDone": 0, "outputsTotal": 2}],
+              "notGenerated": 0 (due intervals held back by max_backlog),
               "executorMonitor": {"live": {"<executor>": "<host>"},
                                   "avoided": [{"executor": "1", "host": "h1"}],
                                   "actions": [{"kind": "avoid", "executor": "1", "host": "h1",
@@ -195,6 +199,8 @@ def context_document(
     totals: Totals,
     monitor: dict[str, Any] | None,
     stopped_ms: int | None = None,
+    active: list[dict[str, Any]] | None = None,
+    not_generated: int = 0,
 ) -> dict[str, Any]:
     """The context document (see the module docstring)."""
     return {
@@ -212,6 +218,8 @@ def context_document(
             "inputRows": totals.input_rows,
         },
         "executorMonitor": monitor,
+        "activeBatches": active or [],
+        "notGenerated": not_generated,
     }
 
 
@@ -383,6 +391,8 @@ class StreamingTabFeed(StreamingListener):
 
     def _context_document(self, stopped_ms: int | None = None) -> dict[str, Any]:
         monitor = self._monitor
+        scheduler = self._engine.scheduler
+        active, not_generated = ([], 0) if scheduler is None or stopped_ms else scheduler.active()
         return context_document(
             key=str(self._engine.id),
             context_id=self._engine.job_group_prefix,
@@ -394,4 +404,6 @@ class StreamingTabFeed(StreamingListener):
                 monitor.live_executors, monitor.avoided_executors, list(monitor.actions)
             ),
             stopped_ms=stopped_ms,
+            active=active,
+            not_generated=not_generated,
         )

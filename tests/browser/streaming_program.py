@@ -5,7 +5,12 @@ the given port and Spark's PrometheusServlet, and two StreamingContexts on it.
   interval, a word count kept with ``updateStateByKey`` (a state stream, checkpointed every
   2 s), a counting output, and an output that fails on the interval that read the file named
   ``poison-*`` (so one batch fails and shows its error);
-- context "queue": a ``queueStream`` of small lists, counted.
+- context "queue": a ``queueStream`` of small lists, counted (one record of its second
+  interval is set aside: ``bad_records="quarantine"``);
+- context "stuck" (started after the others settled): a ``queueStream`` whose output never
+  returns (until ``exit``), with ``max_backlog=2``: its first interval stays processing, the
+  next one queued, and the due intervals behind them are not generated (the Streaming tab's
+  "Active Batches").
 
 Both run on real time (real delays) for ``--batches`` intervals; then their clocks hold, so
 no further batch comes and the UI and the metrics hold still while the test reads them. The program prints one JSON line (``{"ui": ..., "appId": ..., "contexts": {key:
@@ -102,6 +107,19 @@ def queue_context(sc: SparkContext, clock: HoldingClock, batches: int) -> Stream
     return ssc
 
 
+STUCK = threading.Event()  # the "stuck" context's output waits on it (set at exit)
+
+
+def wait_for_exit(rdd: Any) -> None:
+    STUCK.wait()
+
+
+def stuck_context(sc: SparkContext) -> StreamingContext:
+    ssc = StreamingContext(sc, BATCH_MS / 1000, settings=StreamingSettings(max_backlog=2))
+    ssc.queueStream([], default=[1]).foreachRDD(wait_for_exit)
+    return ssc
+
+
 def settle(contexts: list[tuple[StreamingContext, HoldingClock]]) -> None:
     """Stop the clocks, wait for every batch that was due by then, and for the listeners (the
     Streaming tab's feed) to have seen them all."""
@@ -168,6 +186,9 @@ def main() -> None:
         os.utime(work / "in" / name)
         next_interval(files_clock)
     settle([(files, files_clock), (queue, queue_clock)])
+    stuck = stuck_context(sc)
+    stuck.start()
+    contexts[str(engine_of(stuck).id)] = stuck
 
     print(
         json.dumps(
@@ -180,6 +201,7 @@ def main() -> None:
                 },
                 "files": str(engine_of(files).id),
                 "queue": str(engine_of(queue).id),
+                "stuck": str(engine_of(stuck).id),
             }
         ),
         flush=True,
@@ -191,6 +213,7 @@ def main() -> None:
             print(f"stopped {command[1]}", flush=True)
         elif command[:1] == ["exit"]:
             break
+    STUCK.set()
     for ssc in contexts.values():
         ssc.stop(stopSparkContext=False)
     sc.stop()

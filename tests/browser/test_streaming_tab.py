@@ -50,6 +50,7 @@ class Run:
     app_id: str
     files: str  # key of the file-reading context
     queue: str  # key of the queue context
+    stuck: str  # key of the context whose first interval never ends
     contexts: dict[str, Any]
     work: Path
 
@@ -105,6 +106,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         report["appId"],
         report["files"],
         report["queue"],
+        report["stuck"],
         report["contexts"],
         work,
     )
@@ -254,7 +256,7 @@ def test_two_contexts_on_one_spark_context_each_have_their_own_page(run: Run) ->
         for tr in page.find("table", id="contexts-table").find_all("tr")
         if "data-context" in tr.attrs
     }
-    assert listed == {run.files, run.queue}
+    assert listed == {run.files, run.queue, run.stuck}
     queue_page = run.dom(f"/dstream/?id={run.queue}")
     progress = run.contexts[run.queue]["progress"]
     rows = rows_by_batch(queue_page, "completed-batches-table")
@@ -271,6 +273,27 @@ def test_two_contexts_on_one_spark_context_each_have_their_own_page(run: Run) ->
     )
     assert not queue_page.find_all("table", id="states-table")  # the other context's state
     assert not queue_page.find_all("table", id="failed-batches-table")
+
+
+def test_a_program_that_falls_behind_shows_its_active_batches(run: Run) -> None:
+    """The stuck context's first interval never ends: it shows as processing, the next as
+    queued (max_backlog=2), and the due intervals behind them as not generated. Before,
+    nothing showed a program falling behind, exactly when a user looks."""
+    deadline, poll = time.monotonic() + 60, threading.Event()
+    page = run.dom(f"/dstream/?id={run.stuck}")
+    while not page.find_all(id="not-generated") and time.monotonic() < deadline:
+        poll.wait(0.5)  # a due interval behind the two active ones: a second or two
+        page = run.dom(f"/dstream/?id={run.stuck}")
+    assert page.find(id="active").clean_text == "Active Batches (2)"
+    rows = page.find("table", id="active-batches-table").find_all("tr", cls="batch-row")
+    statuses = [row.find("td", cls="status").clean_text for row in rows]
+    assert statuses == ["processing", "queued"]
+    assert [row.find("td", cls="outputs").clean_text for row in rows] == ["0/1", "0/1"]
+    held = page.find(id="not-generated").clean_text
+    assert re.fullmatch(r"\d+ due intervals not generated yet .*max_backlog.*", held), held
+    assert page.find(id="no-batches").clean_text == "No batch has completed yet."
+    queue_page = run.dom(f"/dstream/?id={run.queue}")  # one that keeps up: nothing active
+    assert queue_page.find(id="no-active-batches") is not None
 
 
 def prometheus(run: Run) -> dict[str, float]:

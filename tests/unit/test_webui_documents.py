@@ -151,6 +151,8 @@ def test_the_context_document() -> None:
                 }
             ],
         },
+        "activeBatches": [],
+        "notGenerated": 0,
     }
     stopped = context_document(
         key="0",

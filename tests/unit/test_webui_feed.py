@@ -69,6 +69,7 @@ def feed_for(records: dict[int, dict[str, Any]]) -> tuple[StreamingTabFeed, Hand
         batch_duration=Duration(1000),
         sc=SimpleNamespace(appName="app"),
         progress=SimpleNamespace(last=None),
+        scheduler=None,  # no running batches to show
     )
     monitor = Monitor()
     feed = StreamingTabFeed(engine, monitor)  # type: ignore[arg-type]

@@ -132,6 +132,9 @@ final class StreamingPage extends WebUIPage {
       out.append(InfoTables.states(latest));
     }
     out.append(InfoTables.executorMonitor(doc, batches));
+    if (!c.stopped()) {
+      out.append(activeTable(doc));
+    }
     SparkJobs jobs = SparkJobs.of(tab.ui().sparkContext());
     List<JsonNode> failed = c.failedBatches();
     if (!failed.isEmpty()) {
@@ -145,6 +148,36 @@ final class StreamingPage extends WebUIPage {
       out.append(batchTable(request, c, "completed-batches-table", shown, jobs));
     }
     return out.append("</div>").toString();
+  }
+
+  /** Batches generated and not completed (queued or processing), and the due intervals the
+   *  backlog bound holds back: what piles up when a program falls behind. */
+  private static String activeTable(JsonNode doc) {
+    JsonNode active = doc.path("activeBatches");
+    long held = doc.path("notGenerated").asLong(0);
+    StringBuilder out = new StringBuilder("<h4 id=\"active\">Active Batches (");
+    out.append(active.size()).append(")</h4>");
+    if (held > 0) {
+      out.append("<p id=\"not-generated\"><strong>").append(held).append("</strong> due ");
+      out.append("intervals not generated yet (at most StreamingSettings.max_backlog run ");
+      out.append("ahead of the completed ones)</p>");
+    }
+    if (active.size() == 0) {
+      return out.append("<p id=\"no-active-batches\">None: every interval due has completed.</p>")
+          .toString();
+    }
+    out.append("<table id=\"active-batches-table\" class=\"table table-bordered table-sm ");
+    out.append("table-striped\"><thead><tr><th>Batch Time</th><th>Status</th>");
+    out.append("<th>Submitted</th><th>Output Ops: Succeeded/Total</th></tr></thead><tbody>");
+    for (JsonNode b : active) {
+      out.append("<tr class=\"batch-row\" data-batch-id=\"").append(b.path("batchId").asLong());
+      out.append("\"><td class=\"batch-time\">").append(Html.text(b.path("batchTime")));
+      out.append("</td><td class=\"status\">").append(Html.text(b.path("status")));
+      out.append("</td><td class=\"submitted\">").append(Html.text(b.path("submittedAt")));
+      out.append("</td><td class=\"outputs\">").append(b.path("outputsDone").asLong());
+      out.append("/").append(b.path("outputsTotal").asLong()).append("</td></tr>");
+    }
+    return out.append("</tbody></table>\n").toString();
   }
 
   private static List<JsonNode> newest(List<JsonNode> oldestFirst, int n) {
