@@ -229,7 +229,7 @@ class Oracle:
             }
         return records
 
-    def answers(self, customer: str, n: int = 5) -> dict[str, Any]:
+    def answers(self, customer: str, n: int = 5, kbps: float = 3000.0) -> dict[str, Any]:
         """The ad-hoc queries of :mod:`video.queries` on the sessions held now."""
         live = [s for s in self.sessions.values() if not s.ended]
         per_cdn: dict[str, list[int]] = {}
@@ -248,6 +248,9 @@ class Oracle:
             "customer_sessions": sum(s.dims[0] == customer for s in live),
             "failed_sessions": sum(s.status == "failed" for s in self.sessions.values()),
             "top_cdns_by_buffering": ranked[:n],
+            "sessions_above_bitrate": sum(
+                s.play_ms > 0 and s.bitrate_play > kbps * s.play_ms for s in live
+            ),
         }
 
     def run(

@@ -10,7 +10,10 @@ makes). Both forms give the same answers:
 * :func:`failed_sessions` — sessions that failed (to join, or during playback) and are still
   in the state, i.e. failures within the last timeout;
 * :func:`top_cdns_by_buffering` — CDNs ranked by the rebuffering ratio of their playing
-  sessions, over the sessions' whole life so far (ties by name).
+  sessions, over the sessions' whole life so far (ties by name);
+* :func:`sessions_above_bitrate` — the paper's "how many sessions have a bitrate above X":
+  active sessions whose average bitrate over their playback so far (kbps, weighted by
+  played time) is above ``kbps`` (sessions that have not played yet have none).
 
 >>> # in a foreachRDD on the track stream, or on the shell's snapshot of it:
 >>> active_sessions(state_rdd)  # doctest: +SKIP
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .session import (
+    BITRATE_PLAY,
     BUFFERING_MS,
     DIMS,
     ERROR_CODE,
@@ -45,12 +49,15 @@ __all__ = [
     "customer_sessions",
     "failed_sessions",
     "register_view",
+    "sessions_above_bitrate",
     "sessions_frame",
     "sql_answers",
     "top_cdns_by_buffering",
 ]
 
 _LIVE = (JOINING, PLAYING)
+# The bitrate the answers ask about by default (kbps): the generator's bitrates straddle it.
+DEFAULT_KBPS = 3000.0
 
 
 def active_sessions(sessions: RDD[Any]) -> int:
@@ -77,6 +84,19 @@ def top_cdns_by_buffering(sessions: RDD[Any], n: int = 5) -> list[tuple[str, flo
     return per_cdn.takeOrdered(n, key=lambda r: (-r[1], r[0]))
 
 
+def _above(state: tuple[Any, ...], kbps: float) -> bool:
+    """Playing or joining, played, and its average bitrate (exactly) above ``kbps``."""
+    return (
+        state[STATUS] in _LIVE
+        and state[PLAY_MS] > 0
+        and state[BITRATE_PLAY] > kbps * state[PLAY_MS]
+    )
+
+
+def sessions_above_bitrate(sessions: RDD[Any], kbps: float) -> int:
+    return sessions.filter(lambda kv: _above(kv[1], kbps)).count()
+
+
 COLUMNS = (
     "session_id",
     "customer",
@@ -92,6 +112,7 @@ COLUMNS = (
     "play_ms",
     "buffering_ms",
     "last_seen_ms",
+    "avg_bitrate_kbps",
 )
 
 
@@ -107,16 +128,18 @@ def _row(kv: tuple[int, tuple[Any, ...]]) -> tuple[Any, ...]:
         s[PLAY_MS],
         s[BUFFERING_MS],
         s[LAST_SEEN_MS],
+        s[BITRATE_PLAY] / s[PLAY_MS] if s[PLAY_MS] else None,
     )
 
 
 def sessions_frame(spark: SparkSession, sessions: RDD[Any]) -> DataFrame:
     """The session state as a DataFrame, one row per session (COLUMNS)."""
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
     longs = {"session_id", "viewer", "joined_ms", "play_ms", "buffering_ms", "last_seen_ms"}
     schema = StructType(
-        [StructField(c, LongType() if c in longs else StringType(), False) for c in COLUMNS]
+        [StructField(c, LongType() if c in longs else StringType(), False) for c in COLUMNS[:-1]]
+        + [StructField("avg_bitrate_kbps", DoubleType(), True)]  # none before playback
     )
     return spark.createDataFrame(sessions.map(_row), schema)
 
@@ -143,18 +166,26 @@ SQL = {
         "GROUP BY cdn HAVING SUM(buffering_ms + play_ms) > 0 "
         "ORDER BY ratio DESC, cdn LIMIT {n}"
     ),
+    "sessions_above_bitrate": (
+        "SELECT COUNT(*) FROM {view} WHERE status IN ('joining', 'playing') "
+        "AND play_ms > 0 AND avg_bitrate_kbps > {kbps}"
+    ),
 }
 
 
 def sql_answers(
-    spark: SparkSession, customer: str, n: int = 5, view: str = "sessions"
+    spark: SparkSession,
+    customer: str,
+    n: int = 5,
+    view: str = "sessions",
+    kbps: float = DEFAULT_KBPS,
 ) -> dict[str, Any]:
-    """The four answers from SQL on ``view`` (made by :func:`register_view`)."""
+    """The five answers from SQL on ``view`` (made by :func:`register_view`)."""
     if "'" in customer:
         raise ValueError(f"customer {customer!r} must not contain a quote (it goes into SQL)")
 
     def scalar(name: str) -> int:
-        query = SQL[name].format(view=view, customer=customer, n=n)
+        query = SQL[name].format(view=view, customer=customer, n=n, kbps=float(kbps))
         return int(spark.sql(query).collect()[0][0])
 
     top = spark.sql(SQL["top_cdns_by_buffering"].format(view=view, n=n)).collect()
@@ -163,14 +194,18 @@ def sql_answers(
         "customer_sessions": scalar("customer_sessions"),
         "failed_sessions": scalar("failed_sessions"),
         "top_cdns_by_buffering": [(r[0], r[1], r[2]) for r in top],
+        "sessions_above_bitrate": scalar("sessions_above_bitrate"),
     }
 
 
-def answers(sessions: RDD[Any], customer: str, n: int = 5) -> dict[str, Any]:
-    """The four answers from the RDD."""
+def answers(
+    sessions: RDD[Any], customer: str, n: int = 5, kbps: float = DEFAULT_KBPS
+) -> dict[str, Any]:
+    """The five answers from the RDD."""
     return {
         "active_sessions": active_sessions(sessions),
         "customer_sessions": customer_sessions(sessions, customer),
         "failed_sessions": failed_sessions(sessions),
         "top_cdns_by_buffering": top_cdns_by_buffering(sessions, n),
+        "sessions_above_bitrate": sessions_above_bitrate(sessions, kbps),
     }

@@ -103,6 +103,8 @@ def test_every_metric_and_alert_equals_the_oracle(harness: Any, tmp_path: Path) 
         assert answers[ms] == expected_answers[ms]
         assert answers[-ms] == expected_answers[ms]
         assert answers[ms]["failed_sessions"] > 0 and answers[ms]["active_sessions"] > 100
+        # The paper's "how many sessions have a bitrate above X": some, not all.
+        assert 0 < answers[ms]["sessions_above_bitrate"] < answers[ms]["active_sessions"]
 
 
 def test_the_monitor_runs_end_to_end_on_its_generator(tmp_path: Path) -> None:
