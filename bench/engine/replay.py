@@ -12,6 +12,7 @@ the same outputs interval by interval (with the intervals that differ). Writes
 bench/results/replay.json.
 
     .venv/bin/python -m bench.engine.replay --intervals 60 --records-per-interval 20000
+    .venv/bin/python -m bench.engine.replay --program light --records-per-interval 2000
     .venv/bin/python -m bench.engine.replay --smoke
 """
 
@@ -29,16 +30,25 @@ from pathlib import Path
 from typing import Any
 
 from bench.common.spark import spark_context
-from dstream import Duration, StreamingContext, StreamingListener, Time
+from dstream import Duration, StreamingContext, StreamingListener, StreamingSettings, Time
 from dstream.sources.textgen import generate_lines
 
 BATCH = Duration(1000)
 
 
-def program(sc: Any, indir: str, out: str) -> StreamingContext:
-    ssc = StreamingContext(sc, BATCH)
+def program(
+    sc: Any, indir: str, out: str, kind: str = "window", depth: int = 1
+) -> StreamingContext:
+    """``window``: word counts over a 30 s window with an inverse and running totals;
+    ``light``: each interval's lines counted by first letter (stateless, one output)."""
+    ssc = StreamingContext(sc, BATCH, settings=StreamingSettings(pipelining_depth=depth))
     ssc.checkpoint(f"{out}/ckpt")
-    pairs = ssc.textFileStream(indir).flatMap(str.split).map(lambda w: (w, 1))
+    lines = ssc.textFileStream(indir)
+    if kind == "light":
+        counts = lines.map(lambda line: (line[:1], 1)).reduceByKey(operator.add)
+        counts.saveAsTextFiles(f"{out}/counts")
+        return ssc
+    pairs = lines.flatMap(str.split).map(lambda w: (w, 1))
     pairs.reduceByKeyAndWindow(operator.add, operator.sub, 30).saveAsTextFiles(f"{out}/window")
     pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)).saveAsTextFiles(f"{out}/totals")
     return ssc
@@ -47,7 +57,7 @@ def program(sc: Any, indir: str, out: str) -> StreamingContext:
 def outputs(out: str) -> dict[str, list[str]]:
     result = {}
     for d in sorted(Path(out).iterdir()):
-        if d.name.startswith(("window-", "totals-")):
+        if d.name.startswith(("window-", "totals-", "counts-")):
             result[d.name] = sorted(
                 line for part in d.glob("part-*") for line in part.read_text().splitlines()
             )
@@ -76,6 +86,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--intervals", type=int, default=60)
     p.add_argument("--records-per-interval", type=int, default=50_000)
+    p.add_argument("--program", choices=("window", "light"), default="window")
+    p.add_argument("--pipelining", type=int, default=1, help="the replay's pipelining_depth")
     p.add_argument("--smoke", action="store_true")
     p.add_argument(
         "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "replay.json")
@@ -87,7 +99,7 @@ def main() -> int:
     indir = work / "in"
     indir.mkdir()
     sc = spark_context("dstream-bench-replay")
-    live = program(sc, str(indir), str(work / "live"))
+    live = program(sc, str(indir), str(work / "live"), args.program)
     processing = Processing()
     live.addStreamingListener(processing)
     live.start()
@@ -105,10 +117,14 @@ def main() -> int:
     live_s = time.time() - begin.ms / 1000
     live.stop(stopSparkContext=False, stopGraceFully=True)
     report = StreamingContext.replay(
-        lambda: program(sc, str(indir), str(work / "replay")), begin, end
+        lambda: program(sc, str(indir), str(work / "replay"), args.program, args.pipelining),
+        begin,
+        end,
     )
     records = args.intervals * args.records_per_interval
     result = {
+        "program": args.program,
+        "pipelining_depth": args.pipelining,
         "intervals": args.intervals,
         "records": records,
         "live_records_per_s": round(records / live_s, 1),
