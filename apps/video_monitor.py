@@ -253,6 +253,10 @@ def setup(sc: Any, args: Any, directory: str, out: str) -> StreamingContext:
         ssc.checkpoint(args.checkpoint)
     events = ssc.textFileStream(directory).map(parse_event)
     monitor = build(events, cfg, args.partitions)
+    if args.history:
+        # The shell's "go back to debug": past intervals' session states stay queryable (each
+        # remembered state is an RDD kept cached; the memory grows with the history).
+        monitor.sessions.remember(milliseconds(args.history, "--history") / 1000)
     save(monitor, out)
     if not args.quiet:
         monitor.records.foreachRDD(summary)
@@ -276,6 +280,12 @@ def parse_args(argv: list[str] | None = None) -> Any:
     p.add_argument("--hll-precision", type=int, default=12, help="2**p registers per sketch")
     p.add_argument("--no-exact-uniques", action="store_true", help="HyperLogLog only")
     p.add_argument("--json", action="store_true", help="JSON progress lines on stdout")
+    p.add_argument(
+        "--history",
+        default=None,
+        help="keep the session state of this many past intervals' worth of time (e.g. 5m) for "
+        "the shell to look back: sessions.at('-2m'), sessions.slice('-5m', 'now')",
+    )
     add_arguments(p)
     args = p.parse_args(argv)
     if args.seconds < 0:

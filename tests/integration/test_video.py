@@ -21,7 +21,7 @@ from video.events import parse_event
 from video.generator import write_slices
 from video.oracle import Oracle
 
-from dstream import StreamingSettings
+from dstream import StreamingSettings, Time
 from tests.run_app import run_app
 from tests.video_case import APPS, INCIDENT, INTERVALS, MONITOR, generator_config
 
@@ -67,6 +67,7 @@ def test_every_metric_and_alert_equals_the_oracle(harness: Any, tmp_path: Path) 
             answers[-time.ms] = queries.sql_answers(spark, CUSTOMER)
 
     monitor.sessions.foreachRDD(ask)
+    monitor.sessions.remember(INTERVALS)  # what the app's --history does: look back later
     h.ssc.start()
     h.run_batches(INTERVALS)
 
@@ -99,6 +100,9 @@ def test_every_metric_and_alert_equals_the_oracle(harness: Any, tmp_path: Path) 
     (bad,) = h.ssc.quarantined()
     assert bad.time.ms == T0 + 4000 and "not-a-number" in bad.record
     assert bad.error.startswith("ValueError: player event") and bad.operator.startswith("map")
+    # Going back to debug: the session state of an interval long past, queried at the end.
+    looked_back = queries.answers(monitor.sessions.at(Time(QUERY_AT[0])), CUSTOMER)
+    assert looked_back == expected_answers[QUERY_AT[0]]
     for ms in QUERY_AT:
         assert answers[ms] == expected_answers[ms]
         assert answers[-ms] == expected_answers[ms]
