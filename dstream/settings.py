@@ -203,7 +203,7 @@ class StreamingSettings:
     # interval the view held when it was made; that interval stays readable this long (of
     # stream time) after the view moves on. (toDF() frames hold their rows for their
     # lifetime.)
-    view_retention: Duration = field(default_factory=lambda: Duration(60_000))
+    view_retention: Duration = field(default_factory=lambda: Duration(30_000))
     # What a record whose user function raises does: "fail" (pyspark.streaming's: the task
     # fails, the interval fails after its retries) or "quarantine" (the record is set aside
     # with its error, interval and operator, readable as ssc.quarantined(); the interval

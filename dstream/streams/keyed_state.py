@@ -127,13 +127,13 @@ class StateDStream(StateStream):
         if not unfiltered and not quarantine.active:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
         acc = quarantine.accumulator() if quarantine.active else None
-        label, millis = self._label, [u.ms for u in times]
+        label, millis, stream = self._label, [u.ms for u in times], self._id
 
         def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
             def own(key: Any) -> bool:
                 return partition_of(key, count) == split
 
-            notes = None if acc is None else (StateNotes(acc, label, split), millis)
+            notes = None if acc is None else (StateNotes(acc, label, split, stream), millis)
             return merge_update_state(
                 records, update, intervals, own if unfiltered else None, notes
             )
@@ -216,7 +216,7 @@ class TrackDStream(StateStream):
             groups.append([] if rdd is None else [rdd])
         fns, millis, files = self._fns, [u.ms for u in times], self._files
         snapshots = None if base_ms is None else self._snapshots(base_ms)
-        quarantine, label = self._graph.quarantine, self._label
+        quarantine, label, stream = self._graph.quarantine, self._label, self._id
         acc = quarantine.accumulator() if quarantine.active else None
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
@@ -224,7 +224,7 @@ class TrackDStream(StateStream):
             previous_delta = parts[0][0][1] if parts[0] else None
             intervals = list(zip(millis, parts[1:], strict=True))
             base = None if snapshots is None else snapshots[split]
-            notes = None if acc is None else StateNotes(acc, label, split)
+            notes = None if acc is None else StateNotes(acc, label, split, stream)
             yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files, notes)
 
         union = sectioned_union(self._graph.runtime.marks, self._partitions, groups)

@@ -43,10 +43,12 @@ class QuarantinedRecord(NamedTuple):
     position: int
     record: str
     error: str
+    stream: int = -1  # the operator's stream in the program (two on one line differ)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "time_ms": self.time.ms,
+            "stream": self.stream,
             "operator": self.operator,
             "partition": self.partition,
             "position": self.position,
@@ -94,7 +96,9 @@ class Quarantine:
         if not taken:
             return 0
         records = [
-            QuarantinedRecord(Time(s.time_ms), s.operator, s.partition, position, record, error)
+            QuarantinedRecord(
+                Time(s.time_ms), s.operator, s.partition, position, record, error, s.stream
+            )
             for s, noted in sorted(taken)
             for position, record, error in noted.samples
         ]
@@ -123,21 +127,25 @@ class Quarantine:
         for time_ms in sorted({s.time_ms for s in counts}):
             path = f"{parent}/{time_ms}.json"
             slots = {
-                (s.operator, s.partition): n for s, n in counts.items() if s.time_ms == time_ms
+                (s.stream, s.operator, s.partition): n
+                for s, n in counts.items()
+                if s.time_ms == time_ms
             }
             new = set(slots)
             kept = [r.to_json() for r in records if r.time.ms == time_ms]
             if fs.exists(path):  # a restarted driver ran it again, or a slot came late
                 old = json.loads(fs.read_bytes(path))
-                for op, partition, n in old["slots"]:
-                    slots.setdefault((op, partition), n)
+                for stream, op, partition, n in old["slots"]:
+                    slots.setdefault((stream, op, partition), n)
                 kept = [
-                    r for r in old["records"] if (r["operator"], r["partition"]) not in new
+                    r
+                    for r in old["records"]
+                    if (r["stream"], r["operator"], r["partition"]) not in new
                 ] + kept
             body = {
                 "time_ms": time_ms,
                 "count": sum(slots.values()),
-                "slots": [[op, p, n] for (op, p), n in sorted(slots.items())],
+                "slots": [[st, op, p, n] for (st, op, p), n in sorted(slots.items())],
                 "records": kept,
             }
             temp = f"{parent}/_{time_ms}.json.tmp"  # '_': readers skip it
@@ -162,7 +170,7 @@ def read_quarantined(checkpoint_dir: str, sc: Any = None) -> list[QuarantinedRec
             out.append(
                 QuarantinedRecord(
                     Time(r["time_ms"]), r["operator"], r["partition"], r["position"],
-                    r["record"], r["error"],
+                    r["record"], r["error"], r.get("stream", -1),
                 )
             )  # fmt: skip
     return out

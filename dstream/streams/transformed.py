@@ -111,9 +111,8 @@ class RecordsDStream(DStreamCore[Any]):
             return rdd.mapPartitions(_plain(self._kind, g), self._preserves)
         from dstream.tasks.quarantine import quarantining
 
-        task = quarantining(
-            self._kind, self._uf.fn, self._uf.label, time.ms, quarantine.accumulator()
-        )
+        acc = quarantine.accumulator()
+        task = quarantining(self._kind, self._uf.fn, self._uf.label, time.ms, acc, self._id)
         return rdd.mapPartitionsWithIndex(task, self._preserves)
 
 

@@ -31,11 +31,13 @@ _TEXT = 500  # characters of a record's or an error's text kept
 
 
 class Slot(NamedTuple):
-    """Where bad records were set aside: one partition of one operator's interval."""
+    """Where bad records were set aside: one partition of one operator's interval (the
+    stream's id tells apart two operators a program called on one line)."""
 
     time_ms: int
     operator: str
     partition: int
+    stream: int = -1
 
 
 class Noted(NamedTuple):
@@ -99,13 +101,13 @@ class _Notes:
 
 
 def quarantining(
-    kind: str, fn: Callable[..., Any], operator: str, time_ms: int, acc: Any
+    kind: str, fn: Callable[..., Any], operator: str, time_ms: int, acc: Any, stream: int = -1
 ) -> Callable[[int, Iterable[Any]], Iterator[Any]]:
     """The partition function of a per-record operator (``kind``: map, flatMap, filter,
     mapValues, flatMapValues) that sets aside the records ``fn`` raises on."""
 
     def run(split: int, records: Iterable[Any]) -> Iterator[Any]:
-        notes = _Notes(acc, Slot(time_ms, operator, split))
+        notes = _Notes(acc, Slot(time_ms, operator, split, stream))
         try:
             for position, record in enumerate(records):
                 try:
@@ -139,19 +141,20 @@ class StateNotes:
     that raises on a key keeps the key's previous state and sets aside ``(key, what was
     new)``. A rebuild folds several intervals in one task: each is noted under its own."""
 
-    __slots__ = ("_acc", "_notes", "_operator", "_split")
+    __slots__ = ("_acc", "_notes", "_operator", "_split", "_stream")
 
-    def __init__(self, acc: Any, operator: str, split: int) -> None:
+    def __init__(self, acc: Any, operator: str, split: int, stream: int = -1) -> None:
         self._acc = acc
         self._operator = operator
         self._split = split
+        self._stream = stream
         self._notes: dict[int, _Notes] = {}
 
     def note(self, time_ms: int, key: Any, new: Any, exc: BaseException) -> None:
         notes = self._notes.get(time_ms)
         if notes is None:
             notes = self._notes[time_ms] = _Notes(
-                self._acc, Slot(time_ms, self._operator, self._split)
+                self._acc, Slot(time_ms, self._operator, self._split, self._stream)
             )
         notes.note(notes.count, (key, new), exc)
 
