@@ -361,8 +361,9 @@ def test_a_graceful_stop_behind_a_backlog_finishes_what_runs_and_leaves_the_rest
     scheduler = engine_of(first).scheduler
     assert scheduler is not None
     pause = threading.Event()
-    while scheduler._events.qsize() < 5:  # the timer posted them; the loop is held
-        pause.wait(0.01)
+    timer = scheduler._timer
+    while timer.next_time is None or timer.next_time <= Time(T0 + 6 * B):
+        pause.wait(0.01)  # until the timer posted 2-6 (the loop, held, has not taken them)
     stopper = threading.Thread(
         target=lambda: first.stop(stopSparkContext=False, stopGraceFully=True)
     )
