@@ -66,7 +66,6 @@ class Quarantine:
         self._lock = threading.Lock()
         self._records: deque[QuarantinedRecord] = deque(maxlen=KEEP)
         self._seen: OrderedDict[Slot, None] = OrderedDict()
-        self.total = 0
 
     @property
     def active(self) -> bool:
@@ -86,7 +85,7 @@ class Quarantine:
             acc = self._acc
         if acc is None:
             return 0
-        notes: dict[Slot, Noted] = acc._value  # the driver's copy, merged as tasks end
+        notes: dict[Slot, Noted] = acc.value  # the driver's copy, merged as tasks end
         taken: list[tuple[Slot, Noted]] = []
         for slot in list(notes):  # list(): tasks' updates arrive on the accumulator thread
             if slot.time_ms <= time.ms:
@@ -110,7 +109,6 @@ class Quarantine:
             while len(self._seen) > _SEEN:
                 self._seen.popitem(last=False)
             self._records.extend(records)
-            self.total += count
         return count
 
     def records(self, since: Time | None = None) -> list[QuarantinedRecord]:

@@ -100,6 +100,8 @@ class RecordsDStream(DStreamCore[Any]):
         self._uf = uf
         # mapValues and filter keep keys where they are; map and flatMap when told so.
         self._preserves = preserves or kind in ("filter", "mapValues", "flatMapValues")
+        # bad_records="fail": the same partition function every interval.
+        self._failing = _plain(kind, uf.guarded(QUARANTINE_ADVICE))
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdd = self._parents[0]._get_or_compute(time)
@@ -107,8 +109,7 @@ class RecordsDStream(DStreamCore[Any]):
             return None
         quarantine = self._graph.quarantine
         if not quarantine.active:
-            g = self._uf.guarded(QUARANTINE_ADVICE)
-            return rdd.mapPartitions(_plain(self._kind, g), self._preserves)
+            return rdd.mapPartitions(self._failing, self._preserves)
         from dstream.tasks.quarantine import quarantining
 
         acc = quarantine.accumulator()

@@ -100,36 +100,37 @@ class _Notes:
             self._acc.add({self._slot: Noted(self.count, tuple(self._samples))})
 
 
+def _steps(kind: str, fn: Callable[..., Any]) -> Callable[[Any], Iterable[Any]]:
+    """What one record becomes under a per-record operator, as a whole (a ``flatMap``
+    record that raises half way emits none of its outputs)."""
+    if kind == "map":
+        return lambda record: (fn(record),)
+    if kind == "filter":
+        return lambda record: (record,) if fn(record) else ()
+    if kind == "mapValues":
+        return lambda record: ((record[0], fn(record[1])),)
+    if kind == "flatMap":
+        return lambda record: list(fn(record))
+    return lambda record: [(record[0], v) for v in fn(record[1])]  # flatMapValues
+
+
 def quarantining(
     kind: str, fn: Callable[..., Any], operator: str, time_ms: int, acc: Any, stream: int = -1
 ) -> Callable[[int, Iterable[Any]], Iterator[Any]]:
     """The partition function of a per-record operator (``kind``: map, flatMap, filter,
     mapValues, flatMapValues) that sets aside the records ``fn`` raises on."""
+    step = _steps(kind, fn)
 
     def run(split: int, records: Iterable[Any]) -> Iterator[Any]:
         notes = _Notes(acc, Slot(time_ms, operator, split, stream))
         try:
             for position, record in enumerate(records):
                 try:
-                    if kind == "map":
-                        out = fn(record)
-                    elif kind == "filter":
-                        if not fn(record):
-                            continue
-                        out = record
-                    elif kind == "mapValues":
-                        out = (record[0], fn(record[1]))
-                    elif kind == "flatMap":
-                        outs = list(fn(record))  # all or nothing: a half-emitted record is not
-                    else:  # flatMapValues
-                        outs = [(record[0], v) for v in fn(record[1])]
+                    outs = step(record)
                 except Exception as exc:
                     notes.note(position, record, exc)
                     continue
-                if kind in ("flatMap", "flatMapValues"):
-                    yield from outs
-                else:
-                    yield out
+                yield from outs
         finally:
             notes.send()
 

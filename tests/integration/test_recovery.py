@@ -115,6 +115,24 @@ def run(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
     ssc.awaitTerminationOrTimeout(0)  # raises if any interval failed
 
 
+def hold_record_of(
+    monkeypatch: pytest.MonkeyPatch, held: Time
+) -> tuple[threading.Event, threading.Event]:
+    """Hold the completion hook (the metadata record) of interval ``held`` once its jobs
+    are done: the first event is set when it is held, setting the second lets it go."""
+    entered, release = threading.Event(), threading.Event()
+    journal_batch = BatchCoordinator.batch_completed
+
+    def held_hook(self: BatchCoordinator, time: Time, position: Position) -> None:
+        if time == held:
+            entered.set()
+            assert release.wait(120)
+        journal_batch(self, time, position)
+
+    monkeypatch.setattr(BatchCoordinator, "batch_completed", held_hook)
+    return entered, release
+
+
 @pytest.fixture
 def dirs(tmp_path: Path) -> dict[str, Path]:
     d = {name: tmp_path / name for name in ("in", "out", "ckpt")}
@@ -308,15 +326,7 @@ def test_a_batch_counts_as_complete_once_its_metadata_record_is_written(
     put(dirs["in"], 1)
     clock = ManualClock(T0)
     ssc = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
-    hook_entered, release = threading.Event(), threading.Event()
-    journal_batch = BatchCoordinator.batch_completed
-
-    def slow_hook(self: BatchCoordinator, time: Time, position: Position) -> None:
-        hook_entered.set()
-        assert release.wait(120)
-        journal_batch(self, time, position)
-
-    monkeypatch.setattr(BatchCoordinator, "batch_completed", slow_hook)
+    hook_entered, release = hold_record_of(monkeypatch, Time(T0 + B))
     ssc.start()
     clock.advance(B)
     assert hook_entered.wait(120)  # every job of T0 + B is done, its record is not written
@@ -343,16 +353,7 @@ def test_a_graceful_stop_behind_a_backlog_finishes_what_runs_and_leaves_the_rest
         put(dirs["in"], i)
     clock = ManualClock(T0)
     first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
-    hook_entered, release = threading.Event(), threading.Event()
-    journal_batch = BatchCoordinator.batch_completed
-
-    def held_hook(self: BatchCoordinator, time: Time, position: Position) -> None:
-        if time == Time(T0 + B):
-            hook_entered.set()
-            assert release.wait(120)
-        journal_batch(self, time, position)
-
-    monkeypatch.setattr(BatchCoordinator, "batch_completed", held_hook)
+    hook_entered, release = hold_record_of(monkeypatch, Time(T0 + B))
     first.start()
     clock.advance(B)
     assert hook_entered.wait(120)  # interval 1 is done but for its record
