@@ -2,7 +2,8 @@
 #   make run    set up the environment and run the main job (streaming word count on local Spark)
 #   make video  the video-analytics monitor on its event generator for a minute (apps/video_monitor.py)
 #   make test   set up, build the JVM pieces, install Chromium (the Streaming tab's browser tests),
-#               lint, type-check and run the test suite (what CI runs)
+#               lint, type-check, build the docs site and run the test suite (what CI runs)
+#   make docs   the documentation site into build/site (mkdocs, warnings are errors)
 #   make test-fast  the pure-logic tests (no Spark), under a minute
 #   make test-pythons  the fast tier and the clean-install smoke on Python 3.10 and 3.13
 #   make test-full  make test, then the long fault runs (tests marked `full`, and the
@@ -18,14 +19,14 @@ STAMP  := $(VENV)/.installed
 UV_VERSION := 0.13.9
 UV     := $(VENV)/bin/uv
 
-.PHONY: setup test-deps compile test-pythons shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: docs setup test-deps compile test-pythons shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e '.[test,kafka,hdfs]'
+	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e '.[test,kafka,hdfs,docs]'
 	touch $(STAMP)
 
 shim: setup
@@ -66,12 +67,17 @@ $(TRAFFIC_DATA)/city.json: | setup
 traffic: shim $(TRAFFIC_DATA)/city.json
 	$(PY) apps/traffic_em.py --data $(TRAFFIC_DATA) $(TRAFFIC_ARGS)
 
+# The documentation site (mkdocs.yml) into build/site; a warning (a broken link, a
+# docstring mkdocstrings cannot read) fails the build.
+docs: setup
+	$(VENV)/bin/mkdocs build --quiet --strict
+
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-TEST_DEPS := shim executor-archive minicluster kafka browser lint clean-install-smoke
+TEST_DEPS := shim executor-archive minicluster kafka browser lint docs clean-install-smoke
 
 # The pieces build side by side: Maven's and apt's downloads while pip installs, the class
 # archives beside the clean install and the type check (2:00 less on a fresh clone).
