@@ -17,7 +17,11 @@ simple name (the earlier remedy) still cost one failed lookup in the default pac
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 import threading
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -85,8 +89,32 @@ def resolve_hot_classes(sc: Any) -> None:
 
 
 # ---- the JVM shim's jar and its classes ----------------------------------------------------
+def _shim_jar(package_dir: Path) -> Path:
+    """The jar's path: package data in ``package_dir``, or, when dstream is imported from a
+    zip (shipped with ``--py-files``, where a JVM cannot read it), a copy extracted once per
+    jar content into the temporary directory."""
+    jar = package_dir / "jars" / "dstream-shim.jar"
+    if jar.is_file():
+        return jar
+    archive = next((p for p in package_dir.parents if p.is_file() and zipfile.is_zipfile(p)), None)
+    if archive is None:
+        return jar
+    with zipfile.ZipFile(archive) as z:
+        try:
+            data = z.read(jar.relative_to(archive).as_posix())
+        except KeyError:
+            return jar  # not in the zip either: ShimMissingError names where it was looked for
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    copy = Path(tempfile.gettempdir()) / f"dstream-shim-{digest}.jar"
+    if not copy.is_file():
+        partial = copy.with_name(f".{copy.name}.{os.getpid()}")
+        partial.write_bytes(data)
+        os.replace(partial, copy)  # atomic: another process may be extracting it too
+    return copy
+
+
 #: The jar, as package data (``jvm-shim/build.sh`` puts it there; a wheel ships it).
-SHIM_JAR: Final[Path] = Path(__file__).resolve().parent / "jars" / "dstream-shim.jar"
+SHIM_JAR: Final[Path] = _shim_jar(Path(__file__).resolve().parent)
 RECORDER_CLASS: Final = "io.dstream.shim.EventRecorder"
 
 

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,6 @@ from testbed.standalone import StandaloneCluster
 REPO = Path(__file__).resolve().parents[2]  # `python -m testbed.faults` runs from there
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[StandaloneCluster]:
-    with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as c:
-        yield c
 
 
 def faults(cluster: StandaloneCluster, *extra: str) -> dict[str, Any]:
