@@ -7,7 +7,8 @@ changed contribute their increments to sliding-window sums by group (each dimens
 the CDN in each region, each customer, and all sessions), the state itself gives gauges
 (concurrent sessions, sessions over the buffering threshold...), and unique viewers are
 counted exactly and with HyperLogLog. Every interval's records and alerts (a group whose
-buffering ratio jumps against its own baseline) are written exactly once, to
+buffering ratio or join failure rate jumps against its own baseline, narrowed to the
+CDN-in-region group that accounts for the broader ones) are written exactly once, to
 ``OUT/metrics-<ms>`` and ``OUT/alerts-<ms>``, and summarised on the console.
 
     python apps/video_monitor.py --seconds 60                 # on the built-in generator
@@ -43,9 +44,10 @@ from video import hll
 from video.config import ALL, MonitorConfig
 from video.events import Event, parse_event
 from video.generator import GeneratorConfig, LiveWriter, add_arguments, config_from_args
-from video.metrics import assemble, to_line
+from video.metrics import assemble, ended_joins, narrow, to_line
 from video.session import (
     I_BUFFERING,
+    I_JOIN_FAILURES,
     I_PLAY,
     add,
     gauge_items,
@@ -103,12 +105,21 @@ def _merge_parts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {**a, **b}
 
 
-def _pair_add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return (a[0] + b[0], a[1] + b[1])
+def _baseline_sums(v: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """What the alert's baseline window keeps of an interval's increments."""
+    return (v[I_BUFFERING], v[I_PLAY], ended_joins(v), v[I_JOIN_FAILURES])
 
 
-def _pair_sub(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return (a[0] - b[0], a[1] - b[1])
+def _sums_add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(x + y for x, y in zip(a, b, strict=True))
+
+
+def _sums_sub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(x - y for x, y in zip(a, b, strict=True))
+
+
+def _narrowed(item: tuple[int, Any]) -> list[dict[str, Any]]:
+    return narrow(list(item[1]))
 
 
 def build(
@@ -133,8 +144,8 @@ def build(
     changed = sessions.changes().filter(lambda kv: kv[1] is not None).map(lambda kv: kv[1])
     increments = changed.flatMap(increment_items)
     short = increments.reduceByKeyAndWindow(add, sub, window, None, gn)
-    long = increments.mapValues(lambda v: (v[I_BUFFERING], v[I_PLAY])).reduceByKeyAndWindow(
-        _pair_add, _pair_sub, baseline, None, gn
+    long = increments.mapValues(_baseline_sums).reduceByKeyAndWindow(
+        _sums_add, _sums_sub, baseline, None, gn
     )
     gauges = sessions.transform(partial(_gauges, cfg)).reduceByKey(add, gn)
     viewers = changed.flatMap(viewer_items)
@@ -155,7 +166,9 @@ def build(
         lambda kv: kv[1] is not None
     )
     records.cache()
-    alerts = records.filter(lambda kv: kv[1]["alert"]).map(lambda kv: kv[1])
+    # An interval's alerts are few: gathered into one partition and narrowed together.
+    alerting = records.filter(lambda kv: kv[1]["alert"]).map(lambda kv: (0, kv[1]))
+    alerts = alerting.groupByKey(1).flatMap(_narrowed)
     return Monitor(sessions, records, alerts)
 
 
@@ -191,12 +204,15 @@ def summary(time: Time, rdd: Any) -> None:
         + (f" | worst CDN {worst['value']} {_pct(worst['buffering_ratio'])}" if worst else ""),
         flush=True,
     )
-    for r in sorted((r for r in rows if r["alert"]), key=lambda r: (r["dim"], r["value"])):
-        print(
-            f"    ALERT {r['dim']}={r['value']}: buffering {_pct(r['buffering_ratio'])} "
-            f"(baseline {_pct(r['baseline_buffering_ratio'])})",
-            flush=True,
-        )
+    for r in narrow([r for r in rows if r["alert"]]):
+        if r["kind"] == "buffering":
+            what = f"buffering {_pct(r['buffering_ratio'])}"
+            usual = _pct(r["baseline_buffering_ratio"])
+        else:
+            what = f"failed joins {_pct(r['failed_join_share'])}"
+            usual = _pct(r["baseline_failed_join_share"])
+        also = f"; also {', '.join(r['explains'])}" if r["explains"] else ""
+        print(f"    ALERT {r['dim']}={r['value']}: {what} (baseline {usual}){also}", flush=True)
 
 
 class JsonProgress(StreamingListener):
@@ -236,6 +252,7 @@ def monitor_config(args: Any) -> MonitorConfig:
             timeout_ms=milliseconds(args.timeout, "--timeout"),
             stall_ms=milliseconds(args.stall, "--stall"),
             alert_min_view_ms=milliseconds(args.alert_min_view, "--alert-min-view"),
+            alert_min_joins=args.alert_min_joins,
             hll_precision=args.hll_precision,
             exact_uniques=not args.no_exact_uniques,
         )
@@ -274,6 +291,12 @@ def parse_args(argv: list[str] | None = None) -> Any:
         "--alert-min-view",
         default="5m",
         help="viewing an alert needs in the window and in the baseline",
+    )
+    p.add_argument(
+        "--alert-min-joins",
+        type=int,
+        default=20,
+        help="ended join attempts a join-failure alert needs in the window and in the baseline",
     )
     p.add_argument("--out", help="output directory (default: a new temporary one)")
     p.add_argument("--partitions", type=int, default=None, help="state partitions")

@@ -36,5 +36,6 @@ MONITOR = MonitorConfig(
     timeout_ms=5000,
     stall_ms=3000,
     alert_min_view_ms=60000,
+    alert_min_joins=8,
     hll_precision=8,
 )

@@ -52,6 +52,8 @@ class MonitorConfig:
     alert_floor: Fraction = Fraction(8, 100)  # alert: window buffering ratio at least this
     alert_factor: Fraction = Fraction(3)  # ... and this many times the baseline's
     alert_min_view_ms: int = 300_000  # ... with this much viewing in window and baseline
+    join_alert_floor: Fraction = Fraction(15, 100)  # join alert: failure rate at least this
+    alert_min_joins: int = 20  # ... and factor x the baseline's, with this many ended in both
     alert_dimensions: tuple[str, ...] = ("cdn", "region", "isp", "device", "cdn_region")
     hll_precision: int = 12  # 4 KiB sketches, 1.6 % standard error
     exact_uniques: bool = True  # also count unique viewers exactly (state grows with them)
@@ -77,5 +79,10 @@ class MonitorConfig:
                 f"monitor alert_dimensions {sorted(unknown)} are not dimensions; "
                 f"choose from {', '.join(GROUP_DIMENSIONS)}"
             )
-        for name in ("buffering_threshold", "alert_floor", "alert_factor"):
+        if not isinstance(self.alert_min_joins, int) or self.alert_min_joins <= 0:
+            raise ValueError(
+                f"monitor alert_min_joins {self.alert_min_joins!r} must be a positive number "
+                "of join attempts"
+            )
+        for name in ("buffering_threshold", "alert_floor", "alert_factor", "join_alert_floor"):
             object.__setattr__(self, name, Fraction(getattr(self, name)))

@@ -28,7 +28,11 @@ from .session import (
     I_PLAYS,
 )
 
-__all__ = ["METRICS", "alerting", "assemble", "to_line"]
+__all__ = ["ALERT_KINDS", "METRICS", "alert_kinds", "assemble", "ended_joins", "narrow", "to_line"]
+
+# What an alert can be about: a group's rebuffering, or its join failures, jumping against
+# the group's own baseline.
+ALERT_KINDS = ("buffering", "join_failures")
 
 METRICS: dict[str, str] = {
     "concurrent_sessions": "sessions joined and not yet exited, failed or closed by the timeout",
@@ -55,47 +59,104 @@ METRICS: dict[str, str] = {
     "baseline_buffering_ratio": (
         "buffering_ratio over the baseline: the baseline window before the last window"
     ),
-    "alert": (
-        "buffering_ratio >= the alert floor and >= factor x baseline_buffering_ratio, "
-        "with enough viewing in both (for the alert dimensions)"
+    "failed_join_share": (
+        "of the join attempts that ended in the window (failed, started playing, or exited "
+        "before starting), the share that failed"
     ),
+    "baseline_failed_join_share": "failed_join_share over the baseline",
+    "excess_buffering_ms": (
+        "rebuffering ms in the window beyond what the baseline's ratio predicts"
+    ),
+    "excess_join_failures": "join failures in the window beyond the baseline's share",
+    "alert_kinds": (
+        "what the group alerts on: buffering (buffering_ratio >= the alert floor and >= "
+        "factor x baseline_buffering_ratio, enough viewing in both), join_failures "
+        "(failed_join_share >= the join alert floor and >= factor x "
+        "baseline_failed_join_share, enough ended attempts in both, and beyond chance); "
+        "alert dimensions only"
+    ),
+    "alert": "alert_kinds is not empty",
 }
+
+
+def ended_joins(w: tuple[int, ...]) -> int:
+    """Join attempts that ended in an interval (or window) of increments ``w``: failed,
+    started playing, or exited before starting."""
+    return w[I_JOIN_FAILURES] + w[I_PLAYS] + w[I_EXITS_BEFORE_START]
 
 
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def alerting(dim: str, short: tuple[int, int], long: tuple[int, int], cfg: MonitorConfig) -> bool:
-    """The alert rule on (rebuffering ms, played ms) over the window (``short``) and over
-    the baseline window (``long``, which contains the short one)."""
+def _excess(num: int, den: int, base_num: int, base_den: int) -> float | None:
+    """``num`` beyond what the baseline's rate predicts for ``den`` (exact, then a float)."""
+    if not base_den:
+        return None
+    return float(num - Fraction(base_num, base_den) * den)
+
+
+def alert_kinds(
+    dim: str, window: tuple[int, ...], baseline: tuple[int, int, int, int], cfg: MonitorConfig
+) -> list[str]:
+    """The alert rules on the window's (rebuffering ms, played ms, join attempts that ended,
+    of which failed) and the same sums over the baseline window (which contains the
+    window). A join's outcome (failure, first heartbeat, exit before start) comes 0.3-4 s
+    after it, so the share of ended attempts that failed is compared, not failures over the
+    attempts that began in the window (a burst of joins would otherwise look like a drop)."""
     if dim not in cfg.alert_dimensions:
-        return False
-    buf, play = short
-    base_buf, base_play = long[0] - buf, long[1] - play
+        return []
+    buf, play, joins, failed = window
+    base_buf, base_play = baseline[0] - buf, baseline[1] - play
+    base_joins, base_failed = baseline[2] - joins, baseline[3] - failed
+    kinds = []
     view, base_view = buf + play, base_buf + base_play
-    if view < cfg.alert_min_view_ms or base_view < cfg.alert_min_view_ms:
-        return False
-    ratio, baseline = Fraction(buf, view), Fraction(base_buf, base_view)
-    return ratio >= cfg.alert_floor and ratio >= cfg.alert_factor * baseline
+    if min(view, base_view) >= cfg.alert_min_view_ms:
+        ratio = Fraction(buf, view)
+        if ratio >= cfg.alert_floor and ratio >= cfg.alert_factor * Fraction(base_buf, base_view):
+            kinds.append("buffering")
+    if min(joins, base_joins) >= cfg.alert_min_joins:
+        rate = Fraction(failed, joins)
+        if (
+            rate >= cfg.join_alert_floor
+            and rate >= cfg.alert_factor * Fraction(base_failed, base_joins)
+            and beyond_chance(failed, joins, base_failed, base_joins)
+        ):
+            kinds.append("join_failures")
+    return kinds
+
+
+def beyond_chance(failed: int, joins: int, base_failed: int, base_joins: int) -> bool:
+    """Whether ``failed`` of ``joins`` is at least 4 standard deviations above what the
+    baseline's rate gives (a binomial at that rate, smoothed by one failure and one success
+    so that a baseline without failures is not certainty): a few attempts in a small group
+    fail together by chance more often than a rate threshold admits."""
+    p = Fraction(base_failed + 1, base_joins + 2)
+    expected = joins * p
+    return failed > expected and (failed - expected) ** 2 >= 16 * expected * (1 - p)
 
 
 def assemble(
     group: tuple[str, str], parts: dict[str, Any], cfg: MonitorConfig
 ) -> dict[str, Any] | None:
     """The record of ``group`` from what the stream computed for it this interval:
-    ``w`` the INCREMENTS summed over the window, ``b`` (rebuffering, played) ms over the
-    baseline window, ``g`` the GAUGES, ``u`` the exact unique viewers, ``h`` the window's
-    HyperLogLog sketch. None if the group has neither live sessions nor window activity."""
+    ``w`` the INCREMENTS summed over the window, ``b`` (rebuffering ms, played ms, ended
+    join attempts, failed ones) over the baseline window, ``g`` the GAUGES, ``u`` the exact
+    unique viewers, ``h`` the window's HyperLogLog sketch. None if the group has neither
+    live sessions nor window activity."""
     if "w" not in parts and "g" not in parts:
         return None
     w = parts.get("w") or (0,) * 12
     g = parts.get("g") or (0, 0, 0, 0)
-    long = parts.get("b") or (0, 0)
+    long = parts.get("b") or (0, 0, 0, 0)
     sketch = parts.get("h")
     dim, value = group
     play, buf = w[I_PLAY], w[I_BUFFERING]
+    failed = w[I_JOIN_FAILURES]
+    ended = ended_joins(w)
     base_buf, base_play = long[0] - buf, long[1] - play
+    base_ended, base_failed = long[2] - ended, long[3] - failed
+    kinds = alert_kinds(dim, (buf, play, ended, failed), long, cfg)
     return {
         "dim": dim,
         "value": value,
@@ -119,8 +180,56 @@ def assemble(
         "sessions_buffering_now": g[2],
         "stalled_sessions": g[3],
         "baseline_buffering_ratio": _ratio(base_buf, base_buf + base_play),
-        "alert": alerting(dim, (buf, play), long, cfg),
+        "failed_join_share": _ratio(failed, ended),
+        "baseline_failed_join_share": _ratio(base_failed, base_ended),
+        "excess_buffering_ms": _excess(buf, buf + play, base_buf, base_buf + base_play),
+        "excess_join_failures": _excess(failed, ended, base_failed, base_ended),
+        "alert_kinds": kinds,
+        "alert": bool(kinds),
     }
+
+
+_EXCESS = {"buffering": "excess_buffering_ms", "join_failures": "excess_join_failures"}
+_INSIDE = {"cdn": 0, "region": 1}  # a cdn_region value is "<cdn>/<region>"
+
+
+def _explains(specific: dict[str, Any], broad: dict[str, Any], kind: str) -> bool:
+    """Whether an alert on a CDN-in-region group accounts for one on a broader group: a CDN
+    or a region group when it contains it (its CDN, its region); an ISP or a device group
+    when it holds at least half of that group's excess (the sums per group cannot say how
+    many of the group's sessions are on that CDN in that region: a heuristic)."""
+    part = _INSIDE.get(broad["dim"])
+    if part is not None:
+        return bool(specific["value"].split("/")[part] == broad["value"])
+    mine, theirs = specific[_EXCESS[kind]], broad[_EXCESS[kind]]
+    return mine is not None and theirs is not None and 2 * mine >= theirs
+
+
+def narrow(alerting: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One interval's alerts, narrowed: for each kind, an alerting CDN-in-region group
+    names the broader alerting groups it accounts for (``explains``) and they are not
+    reported on their own; every other alerting group is. One record per reported (group,
+    kind): the group's record with ``kind`` and ``explains`` ("dim=value", sorted), in
+    (kind, dim, value) order. Deterministic: the same records give the same alerts."""
+    out = []
+    for kind in ALERT_KINDS:
+        groups = sorted(
+            (r for r in alerting if kind in r["alert_kinds"]), key=lambda r: (r["dim"], r["value"])
+        )
+        specific = [r for r in groups if r["dim"] == "cdn_region"]
+        # The largest excess first: a broader group is credited to the one that explains most.
+        specific.sort(key=lambda r: (-(r[_EXCESS[kind]] or 0.0), r["value"]))
+        explains: dict[str, list[str]] = {r["value"]: [] for r in specific}
+        for broad in groups:
+            if broad["dim"] == "cdn_region":
+                continue
+            by = next((s for s in specific if _explains(s, broad, kind)), None)
+            if by is None:
+                out.append({**broad, "kind": kind, "explains": []})
+            else:
+                explains[by["value"]].append(f"{broad['dim']}={broad['value']}")
+        out.extend({**s, "kind": kind, "explains": sorted(explains[s["value"]])} for s in specific)
+    return sorted(out, key=lambda r: (r["kind"], r["dim"], r["value"]))
 
 
 def to_line(record: dict[str, Any]) -> str:

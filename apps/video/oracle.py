@@ -25,8 +25,18 @@ from typing import Any
 from . import hll
 from .config import MonitorConfig, groups_of
 from .events import ERROR, EXIT, HEARTBEAT, JOIN, Event
+from .metrics import narrow
 
 __all__ = ["Oracle", "OracleSession"]
+
+
+def _significant(failed: int, joins: int, base_failed: int, base_joins: int) -> bool:
+    # At least 4 binomial standard deviations above the baseline's (smoothed) rate.
+    rate = Fraction(base_failed + 1, base_joins + 2)
+    mean = rate * joins
+    sd2 = mean * (1 - rate)
+    return failed > mean and (failed - mean) * (failed - mean) >= 16 * sd2
+
 
 Group = tuple[str, str]
 
@@ -193,20 +203,38 @@ class Oracle:
             def ratio(num: int, den: int) -> float | None:
                 return None if den == 0 else num / den
 
+            joins, failed = w["joins"], w["join_failures"]
+            ended = failed + w["plays"] + w["exits_before_start"]
+            base_failed = b["join_failures"] - failed
+            base_ended = b["join_failures"] + b["plays"] + b["exits_before_start"] - ended
+
+            def beyond(num: int, den: int, base_num: int, base_den: int) -> float | None:
+                return None if base_den == 0 else float(num - Fraction(base_num, base_den) * den)
+
             view, base_view = buf + play, base_buf + base_play
-            alert = (
+            kinds = []
+            if (
                 g[0] in cfg.alert_dimensions
                 and min(view, base_view) >= cfg.alert_min_view_ms
                 and Fraction(buf, view) >= cfg.alert_floor
                 and Fraction(buf, view) >= cfg.alert_factor * Fraction(base_buf, base_view)
-            )
+            ):
+                kinds.append("buffering")
+            if (
+                g[0] in cfg.alert_dimensions
+                and min(ended, base_ended) >= cfg.alert_min_joins
+                and Fraction(failed, ended) >= cfg.join_alert_floor
+                and Fraction(failed, ended) >= cfg.alert_factor * Fraction(base_failed, base_ended)
+                and _significant(failed, ended, base_failed, base_ended)
+            ):
+                kinds.append("join_failures")
             records[g] = {
                 "dim": g[0],
                 "value": g[1],
                 "concurrent_sessions": live[0],
-                "join_attempts": w["joins"],
-                "join_failures": w["join_failures"],
-                "join_failure_rate": ratio(w["join_failures"], w["joins"]),
+                "join_attempts": joins,
+                "join_failures": failed,
+                "join_failure_rate": ratio(failed, joins),
                 "plays": w["plays"],
                 "avg_join_time_ms": ratio(w["join_time_ms"], w["plays"]),
                 "viewing_minutes": play / 60000,
@@ -225,9 +253,21 @@ class Oracle:
                 "sessions_buffering_now": live[2],
                 "stalled_sessions": live[3],
                 "baseline_buffering_ratio": ratio(base_buf, base_view),
-                "alert": alert,
+                "failed_join_share": ratio(failed, ended),
+                "baseline_failed_join_share": ratio(base_failed, base_ended),
+                "excess_buffering_ms": beyond(buf, view, base_buf, base_view),
+                "excess_join_failures": beyond(failed, ended, base_failed, base_ended),
+                "alert_kinds": kinds,
+                "alert": bool(kinds),
             }
         return records
+
+    @staticmethod
+    def alerts(records: dict[Group, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The alerts the monitor reports for an interval's records: the alerting groups,
+        narrowed by :func:`video.metrics.narrow` (a pure function of them, tested on its
+        own in tests/unit/test_video_oracle.py)."""
+        return narrow([r for r in records.values() if r["alert"]])
 
     def answers(self, customer: str, n: int = 5, kbps: float = 3000.0) -> dict[str, Any]:
         """The ad-hoc queries of :mod:`video.queries` on the sessions held now."""

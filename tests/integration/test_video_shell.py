@@ -48,6 +48,7 @@ def monitor_args(indir: Path, out: Path) -> list[str]:
         *("--baseline", f"{MONITOR.baseline_ms}ms", "--timeout", f"{MONITOR.timeout_ms}ms"),
         *("--stall", f"{MONITOR.stall_ms}ms"),
         *("--alert-min-view", f"{MONITOR.alert_min_view_ms}ms"),
+        *("--alert-min-joins", str(MONITOR.alert_min_joins)),
         *("--hll-precision", str(MONITOR.hll_precision)),
         *("--conf", "spark.ui.enabled=false", "--conf", "spark.default.parallelism=2"),
         *("--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1"),

@@ -13,9 +13,12 @@ from video import hll
 from video.config import ALL, MonitorConfig
 from video.events import Event
 from video.generator import EventGenerator
-from video.metrics import METRICS, assemble
+from video.metrics import METRICS, alert_kinds, assemble, ended_joins, narrow
 from video.oracle import Oracle
 from video.session import (
+    I_BUFFERING,
+    I_JOIN_FAILURES,
+    I_PLAY,
     add,
     gauge_items,
     increment_items,
@@ -111,13 +114,21 @@ def test_the_generated_run_has_timeouts_and_its_incident_is_found() -> None:
     assert alerted and start <= alerted[0] <= start + 2
     for i, records in enumerate(out):
         for (dim, value), r in records.items():
-            if r["alert"]:
+            if "buffering" in r["alert_kinds"]:
                 assert i >= start, (i, dim, value)
                 assert dim not in ("cdn", "region", "cdn_region") or value in (
                     INCIDENT.cdn,
                     INCIDENT.region,
                     hit[1],
                 )
+    # Its join failures too (a join's outcome comes up to 4 s after it): within 5 intervals.
+    joins = [i for i, r in enumerate(out) if "join_failures" in r[hit]["alert_kinds"]]
+    assert joins and start <= joins[0] <= start + 5
+    # Narrowed, one incident is reported once per kind, under its CDN-in-region group.
+    for records in out[start:]:
+        for a in Oracle.alerts(records):
+            if a["kind"] == "buffering":
+                assert (a["dim"], a["value"]) == hit
     # The approximate count stays near the exact one.
     sigma = hll.relative_error(MONITOR.hll_precision)
     for r in out[-1].values():
@@ -157,7 +168,12 @@ def monitor_logic(cfg: MonitorConfig, batches: list[list[Event]]) -> list[dict[A
         for key, span in (("w", cfg.window_ms), ("b", cfg.baseline_ms)):
             for s, v in history[-(span // cfg.batch_ms) :]:
                 for g, full in s.items():
-                    inc = (full[5], full[4]) if key == "b" else full  # b: (buffering, play)
+                    # b: (rebuffering ms, played ms, ended join attempts, failed ones)
+                    inc = (
+                        (full[I_BUFFERING], full[I_PLAY], ended_joins(full), full[I_JOIN_FAILURES])
+                        if key == "b"
+                        else full
+                    )
                     parts[g][key] = add(parts[g][key], inc) if key in parts[g] else inc
                     if key == "w":
                         seen = parts[g].setdefault("seen", set())
@@ -180,3 +196,68 @@ def monitor_logic(cfg: MonitorConfig, batches: list[list[Event]]) -> list[dict[A
 def test_the_monitors_session_logic_equals_the_oracle() -> None:
     batches = EventGenerator(generator_config(seed=2)).slices(INTERVALS)
     assert monitor_logic(MONITOR, batches) == Oracle(MONITOR).run(batches, 1000)
+
+
+def alerting(dim: str, value: str, kinds: list[str], excess: float) -> dict[str, Any]:
+    return {
+        "dim": dim,
+        "value": value,
+        "alert": True,
+        "alert_kinds": kinds,
+        "excess_buffering_ms": excess,
+        "excess_join_failures": excess,
+    }
+
+
+def test_narrowing_reports_the_cdn_in_region_for_the_groups_it_accounts_for() -> None:
+    groups = [
+        alerting("cdn_region", "level3/eu-west", ["buffering", "join_failures"], 1000.0),
+        alerting("cdn", "level3", ["buffering"], 1100.0),  # contains it
+        alerting("region", "eu-west", ["buffering", "join_failures"], 5000.0),  # contains it
+        alerting("isp", "bt", ["buffering"], 1500.0),  # at most twice its excess
+        alerting("device", "roku", ["buffering"], 2500.0),  # more than twice: on its own
+        alerting("cdn", "akamai", ["buffering"], 10.0),  # another CDN: never explained
+        alerting("region", "asia", ["join_failures"], 1.0),  # another region
+    ]
+    out = [(a["kind"], a["dim"], a["value"], a["explains"]) for a in narrow(groups)]
+    assert out == [
+        ("buffering", "cdn", "akamai", []),
+        ("buffering", "cdn_region", "level3/eu-west", ["cdn=level3", "isp=bt", "region=eu-west"]),
+        ("buffering", "device", "roku", []),
+        ("join_failures", "cdn_region", "level3/eu-west", ["region=eu-west"]),
+        ("join_failures", "region", "asia", []),
+    ]
+    assert narrow(list(reversed(groups))) == narrow(groups)  # order of the input: none
+    # Without a CDN-in-region alert, every alerting group is reported.
+    assert len(narrow(groups[1:])) == 7
+
+
+def test_two_cdn_in_region_alerts_credit_a_shared_group_to_the_larger() -> None:
+    groups = [
+        alerting("cdn_region", "level3/eu-west", ["buffering"], 100.0),
+        alerting("cdn_region", "akamai/eu-west", ["buffering"], 900.0),
+        alerting("region", "eu-west", ["buffering"], 1200.0),
+    ]
+    by = {a["value"]: a["explains"] for a in narrow(groups)}
+    assert by == {"akamai/eu-west": ["region=eu-west"], "level3/eu-west": []}
+
+
+def with_window(baseline: tuple[int, ...], window: tuple[int, ...]) -> tuple[int, ...]:
+    """The baseline window's sums: the part before the window, plus the window."""
+    return tuple(a + b for a, b in zip(baseline, window, strict=True))
+
+
+def test_a_join_failure_alert_needs_a_jump_beyond_chance() -> None:
+    cfg = MonitorConfig(alert_min_joins=10)
+    calm = (0, 0, 20, 1)  # before the window: 1 of 20 ended attempts failed
+    # 6 of 10 failed: 60 % >= the 15 % floor and >= 3 x 5 %, and 5.6 standard deviations
+    # above the baseline's rate.
+    six = (0, 0, 10, 6)
+    assert alert_kinds("cdn", six, with_window(calm, six), cfg) == ["join_failures"]
+    # 3 of 10: above the floor and 3 x the baseline, but 2.3 standard deviations: chance.
+    three = (0, 0, 10, 3)
+    assert alert_kinds("cdn", three, with_window(calm, three), cfg) == []
+    # Too few ended attempts in the window; not an alert dimension.
+    five = (0, 0, 5, 5)
+    assert alert_kinds("cdn", five, with_window(calm, five), cfg) == []
+    assert alert_kinds("all", six, with_window(calm, six), cfg) == []
