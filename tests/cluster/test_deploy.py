@@ -1,10 +1,11 @@
 """docs/deploy.md, end to end: ``spark-submit`` of an unchanged dstream program to a
 standalone cluster (3 workers, separate hosts to Spark) whose executors' Python has pyspark
 and the libraries but not dstream, as on a cluster where only the submitting machine has it
-installed. Without dstream shipped, ``start()`` stops with the one-line error that names
-the executors' Python and the fix; with ``--py-files dstream.zip`` the program runs: its
+installed. With ``--py-files dstream.zip`` the program runs: its
 state is exact interval by interval, and a rescale's narrow regroup (the JVM shim's RDD,
-shipped by dstream itself) runs on those executors."""
+shipped by dstream itself) runs on those executors. Without dstream shipped, ``start()``
+stops with the one-line error that names the executors' Python and the fix (make
+test-full)."""
 
 from __future__ import annotations
 
@@ -83,17 +84,9 @@ def submit(cluster: StandaloneCluster, python: Path, work: Path, *extra: str) ->
 def test_a_program_submitted_with_dstream_zipped_runs_on_executors_without_dstream(
     cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
-    python = executor_python(tmp_path)
-
-    refused = submit(cluster, python, tmp_path, "--conf", "spark.task.maxFailures=1")
-    assert refused.returncode != 0
-    # spark-submit passes its Python program's stderr on in its own stdout.
-    error = "dstream.versions.ExecutorEnvironmentError: "
-    (line,) = [ln for ln in refused.stdout.splitlines() if ln.startswith(error)]
-    assert f"the executors' Python ({python})" in line
-    assert "No module named 'dstream'" in line and "--py-files" in line
-
+    python = executor_python(tmp_path)  # proven to lack dstream
     ran = submit(cluster, python, tmp_path, "--py-files", str(dstream_zip(tmp_path)))
+    # spark-submit passes its Python program's stderr on in its own stdout.
     assert ran.returncode == 0, ran.stdout[-5000:]
     (report,) = [json.loads(ln) for ln in ran.stdout.splitlines() if ln.startswith("{")]
     (source,) = report["executors_import_dstream_from"]
@@ -101,3 +94,18 @@ def test_a_program_submitted_with_dstream_zipped_runs_on_executors_without_dstre
     assert report["intervals"] >= 5 and report["wrong"] == []
     assert report["partitions"][:3] == [2, 2, 2] and report["partitions"][-1] == 4
     assert "rescale shuffles the state" not in ran.stdout  # the shim's narrow regroup ran
+
+
+# make test-full: the same cluster without the zip (a driver and three executors more,
+# ~15 s alone); the probe's message itself is tested without Spark in tests/unit/test_versions.py.
+@pytest.mark.full
+def test_without_dstream_on_the_executors_start_stops_naming_their_python_and_the_fix(
+    cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    python = executor_python(tmp_path)
+    refused = submit(cluster, python, tmp_path, "--conf", "spark.task.maxFailures=1")
+    assert refused.returncode != 0
+    error = "dstream.versions.ExecutorEnvironmentError: "
+    (line,) = [ln for ln in refused.stdout.splitlines() if ln.startswith(error)]
+    assert f"the executors' Python ({python})" in line
+    assert "No module named 'dstream'" in line and "--py-files" in line
