@@ -110,14 +110,6 @@ def _baseline_sums(v: tuple[int, ...]) -> tuple[int, int, int, int]:
     return (v[I_BUFFERING], v[I_PLAY], ended_joins(v), v[I_JOIN_FAILURES])
 
 
-def _sums_add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(x + y for x, y in zip(a, b, strict=True))
-
-
-def _sums_sub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(x - y for x, y in zip(a, b, strict=True))
-
-
 def _narrowed(item: tuple[int, Any]) -> list[dict[str, Any]]:
     return narrow(list(item[1]))
 
@@ -144,9 +136,7 @@ def build(
     changed = sessions.changes().filter(lambda kv: kv[1] is not None).map(lambda kv: kv[1])
     increments = changed.flatMap(increment_items)
     short = increments.reduceByKeyAndWindow(add, sub, window, None, gn)
-    long = increments.mapValues(_baseline_sums).reduceByKeyAndWindow(
-        _sums_add, _sums_sub, baseline, None, gn
-    )
+    long = increments.mapValues(_baseline_sums).reduceByKeyAndWindow(add, sub, baseline, None, gn)
     gauges = sessions.transform(partial(_gauges, cfg)).reduceByKey(add, gn)
     viewers = changed.flatMap(viewer_items)
     sketches = viewers.mapPartitions(partial(_hll_partials, cfg.hll_precision))

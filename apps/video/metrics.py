@@ -106,33 +106,33 @@ def alert_kinds(
     attempts that began in the window (a burst of joins would otherwise look like a drop)."""
     if dim not in cfg.alert_dimensions:
         return []
-    buf, play, joins, failed = window
+    buf, play, ended, failed = window
     base_buf, base_play = baseline[0] - buf, baseline[1] - play
-    base_joins, base_failed = baseline[2] - joins, baseline[3] - failed
+    base_ended, base_failed = baseline[2] - ended, baseline[3] - failed
     kinds = []
     view, base_view = buf + play, base_buf + base_play
     if min(view, base_view) >= cfg.alert_min_view_ms:
         ratio = Fraction(buf, view)
         if ratio >= cfg.alert_floor and ratio >= cfg.alert_factor * Fraction(base_buf, base_view):
             kinds.append("buffering")
-    if min(joins, base_joins) >= cfg.alert_min_joins:
-        rate = Fraction(failed, joins)
+    if min(ended, base_ended) >= cfg.alert_min_joins:
+        share = Fraction(failed, ended)
         if (
-            rate >= cfg.join_alert_floor
-            and rate >= cfg.alert_factor * Fraction(base_failed, base_joins)
-            and beyond_chance(failed, joins, base_failed, base_joins)
+            share >= cfg.join_alert_floor
+            and share >= cfg.alert_factor * Fraction(base_failed, base_ended)
+            and beyond_chance(failed, ended, base_failed, base_ended)
         ):
             kinds.append("join_failures")
     return kinds
 
 
-def beyond_chance(failed: int, joins: int, base_failed: int, base_joins: int) -> bool:
-    """Whether ``failed`` of ``joins`` is at least 4 standard deviations above what the
+def beyond_chance(failed: int, ended: int, base_failed: int, base_ended: int) -> bool:
+    """Whether ``failed`` of ``ended`` is at least 4 standard deviations above what the
     baseline's rate gives (a binomial at that rate, smoothed by one failure and one success
     so that a baseline without failures is not certainty): a few attempts in a small group
     fail together by chance more often than a rate threshold admits."""
-    p = Fraction(base_failed + 1, base_joins + 2)
-    expected = joins * p
+    p = Fraction(base_failed + 1, base_ended + 2)
+    expected = ended * p
     return failed > expected and (failed - expected) ** 2 >= 16 * expected * (1 - p)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import time as clock
+import threading
 from collections import Counter
 from typing import Any
 
@@ -29,26 +29,29 @@ def main() -> None:
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), numPartitions=2)
 
     seen: Counter[str] = Counter()
+    checked = threading.Condition()  # notified as each interval's totals are checked
     report: dict[str, Any] = {"intervals": 0, "wrong": [], "partitions": [], "times": []}
 
     def per_interval(rdd: Any) -> None:
         seen.update(dict(rdd.reduceByKey(lambda a, b: a + b).collect()))
 
     def check(time: Any, rdd: Any) -> None:
-        report["intervals"] += 1
-        report["times"].append(time.ms)
-        report["partitions"].append(rdd.getNumPartitions())
-        if dict(rdd.collect()) != dict(seen):
-            report["wrong"].append(str(time))
+        with checked:
+            report["intervals"] += 1
+            report["times"].append(time.ms)
+            report["partitions"].append(rdd.getNumPartitions())
+            if dict(rdd.collect()) != dict(seen):
+                report["wrong"].append(str(time))
+            checked.notify_all()
 
     pairs.foreachRDD(per_interval)
     totals.foreachRDD(check)
     ssc.start()
-    while report["intervals"] < 3:
-        clock.sleep(0.2)
+    with checked:
+        checked.wait_for(lambda: report["intervals"] >= 3)
     at = totals.rescale(4)  # from the next interval not generated yet
-    while not report["times"] or report["times"][-1] < at.ms + 1000:
-        clock.sleep(0.2)
+    with checked:
+        checked.wait_for(lambda: report["times"][-1] > at.ms)
     ssc.stop(stopSparkContext=False, stopGraceFully=True)
     where = sc.parallelize(range(4), 4).map(lambda _: __import__("dstream").__file__).collect()
     report["executors_import_dstream_from"] = sorted(set(where))
