@@ -15,6 +15,7 @@ from dstream import Duration, ManualClock, StreamingContext, StreamingListener, 
 from dstream.errors import StreamingJobError
 from dstream.sources.textgen import generate_lines
 from dstream.testing.streams import BatchCollector, normalize
+from tests.integration.conftest import FAST_RETRY
 
 T0 = 1_700_000_000_000
 B = 1000
@@ -173,7 +174,7 @@ def fails_in_its_first_interval(sc: Any, directory: Path, program: Any, match: s
     """One file, one interval through ``program(batches)``: the interval fails with
     ``match``."""
     clock = ManualClock(T0)
-    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    ssc = StreamingContext(sc, Duration(B), clock=clock, settings=FAST_RETRY)
     program(ssc.textBatchStream(str(directory))).count().pprint()
     ssc.start()
     try:

@@ -69,8 +69,12 @@ def test_queries_typed_in_the_shell_answer_from_the_live_state(tmp_path: Path) -
         done = threading.Event()
         while not any(v == want_final for v in committed(out).values()):
             assert not done.wait(0.2) and console.proc.poll() is None
-        # A past interval, as the program committed it.
+        # A past interval, as the program committed it. Its output is committed inside its
+        # output job, a moment before the interval completes (every output done, the
+        # journal's record written) and queries can read it: wait for that, an event.
         when, content = max((t, v) for t, v in committed(out).items() if v)
+        console.send(f"print('DONE', ssc.wait_for_batch(Time({when}), 60))")
+        assert console.expect(r"DONE (True|False)\n").group(1) == "True"
         console.send(f"print('AT', sorted(totals.at(Time({when})).collect()))")
         assert eval(console.expect(r"AT (\[.*?\])\n").group(1)) == content
         console.send("print('LOOKUP', totals.lookup('to'), totals.lookup('nope'))")
