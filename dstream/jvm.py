@@ -189,6 +189,23 @@ def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
     return _recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
 
 
+_shipped: set[str] = set()
+_ship_lock = threading.Lock()
+
+
+def executor_class(sc: SparkContext, name: str) -> Any:
+    """The shim's class ``name`` (see :func:`shim_class`) for an RDD whose tasks run it: the
+    jar is shipped to the executors once per application. Raises ShimMissingError without
+    the shim."""
+    cls = shim_class(sc, name)
+    app = sc.applicationId
+    with _ship_lock:
+        if app not in _shipped:
+            sc._jsc.sc().addJar(str(SHIM_JAR))
+            _shipped.add(app)
+    return cls
+
+
 def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any]) -> Any:
     """Calls the static ``method`` of the Java class ``cls`` (from :func:`shim_class`) with
     ``args``, each given as (Java parameter type name, value), through reflection (Py4J's
@@ -201,6 +218,15 @@ def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any
     types = gateway.new_array(jvm.java.lang.Class, len(args))
     values = gateway.new_array(jvm.java.lang.Object, len(args))
     for i, (type_name, value) in enumerate(args):
-        types[i] = loader.loadClass(type_name)
+        if type_name in _PRIMITIVES:
+            types[i] = getattr(jvm.java.lang, _PRIMITIVES[type_name]).TYPE
+        elif type_name.startswith("["):  # an array type: "[B" is byte[]
+            types[i] = jvm.java.lang.Class.forName(type_name)
+        else:
+            types[i] = loader.loadClass(type_name)
         values[i] = value
     return cls.getMethod(method, types).invoke(None, values)
+
+
+# Parameter types invoke_static takes by their Java names, and the boxes holding their TYPE.
+_PRIMITIVES: Final = {"int": "Integer", "long": "Long", "boolean": "Boolean", "double": "Double"}

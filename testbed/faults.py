@@ -116,6 +116,8 @@ def keyed(ssc: Any, args: argparse.Namespace) -> Any:
         numPartitions=args.state_partitions or args.partitions,
     )
     totals.setName("totals").checkpoint(args.checkpoint)
+    if args.run_theta is not None:
+        totals.approximateRecovery(args.run_theta)
     return totals
 
 
@@ -127,6 +129,27 @@ def keyed_oracle(intervals: int, rate: int = 2000, partitions: int = 6) -> dict[
         total.update(w for line in lines for w in line.split())
         outputs[str(t)] = sorted([w, n] for w, n in total.items())
     return {"outputs": outputs}
+
+
+def approx(ssc: Any, args: argparse.Namespace) -> Any:
+    """Running word counts (the rate source's words, Zipf-like) under
+    ``approximateRecovery(maxDivergence=Θ)``, one state per ``--approx-theta`` (in one
+    program, so every state sees the same kills), each record ``[Θ, word, count]``."""
+    pairs = (
+        ssc.rateStream(args.rate, numPartitions=args.partitions, seed=WORDCOUNT_SEED)
+        .flatMap(str.split)
+        .map(lambda w: (w, 1))
+    )
+    tagged = []
+    for theta in args.approx_theta:
+        totals = pairs.updateStateByKey(
+            lambda new, old: (old or 0) + sum(new),
+            numPartitions=args.state_partitions or args.partitions,
+        )
+        totals.setName(f"theta={theta:g}").checkpoint(args.checkpoint)
+        totals.approximateRecovery(theta)
+        tagged.append(totals.map(lambda kv, t=theta: [t, kv[0], kv[1]]))
+    return ssc.union(*tagged)
 
 
 def grep(ssc: Any, args: argparse.Namespace) -> Any:
@@ -189,7 +212,13 @@ def _after_ms(ms: int) -> Any:
     return wait_then_pass
 
 
-WORKLOADS = {"wordcount": wordcount, "grep": grep, "strategies": strategies, "keyed": keyed}
+WORKLOADS = {
+    "wordcount": wordcount,
+    "grep": grep,
+    "strategies": strategies,
+    "keyed": keyed,
+    "approx": approx,
+}
 
 
 class Slower(threading.Thread):
@@ -304,7 +333,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     settings = StreamingSettings(
         pipelining_depth=args.depth,
         executor_avoidance=avoidance,
-        state_replicas=args.state_replicas,
+        state_replicas=args.run_replicas,
     )
     ssc = StreamingContext(sc, Duration(B), clock=clock, settings=settings)
     ssc.checkpoint(root)
@@ -317,6 +346,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     # Wall time of each interval: the clock is manual, so the listener's delays are all 0;
     # intervals run one at a time, so advancing the clock to completion is the interval.
     processing: dict[int, int] = {}
+    # Bytes of each interval's cached state (one copy): what a second copy in memory takes.
+    state_bytes: dict[int, dict[str, int]] = {}
 
     def kill_executors() -> None:
         pids = executor_pids(sc.applicationId)
@@ -364,6 +395,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             if not ssc.wait_for_batch(Time(i * B), 300):
                 raise RuntimeError(f"interval {i} did not complete")
             processing[i * B] = round((time.perf_counter() - started) * 1000)
+            if args.measure_state:
+                state_bytes[i * B] = _state_bytes(ssc, Time(i * B))
             if i in rescale_after:
                 stream.rescale(rescale_after[i])
         engine_of(ssc).bus.wait_until_empty(30)
@@ -391,6 +424,18 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         state_name(s): s._checkpoint_bytes_total
         for s in engine_of(ssc).graph.streams
         if isinstance(s, StateStream)
+    }
+    from dstream.streams.keyed_state import StateDStream
+
+    approximate = {
+        state_name(s): {
+            "copy_bytes": s._tracker.copy_bytes,
+            "restored_partitions": s._tracker.restored,
+            "restores": sorted(s._tracker.restore_log),
+            "max_divergence": s._approx.max_divergence,
+        }
+        for s in states
+        if isinstance(s, StateDStream) and s._approx is not None
     }
     stragglers: dict[str, list[str]] = {}
     for ms in processing:
@@ -459,7 +504,25 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "stragglers_by_interval": stragglers,
         "checkpoint_bytes": checkpoint_bytes,
         "partitions_by_interval": partitions,
+        "theta": args.run_theta,
+        "state_replicas": args.run_replicas,
+        "approximate": approximate,
+        "state_bytes_by_interval": {str(t): v for t, v in sorted(state_bytes.items())},
     }
+
+
+def _state_bytes(ssc: Any, time: Any) -> dict[str, int]:
+    """The bytes one copy of each state of ``time`` takes in executor memory, by name."""
+    from dstream.streams.state_base import StateStream
+    from dstream.streams.surviving import sizes
+
+    out = {}
+    for s in engine_of(ssc).graph.streams:
+        if isinstance(s, StateStream):
+            rdd = s._state_rdd(time)
+            if rdd is not None:
+                out[s._user_name or s._label] = sum(sizes(rdd))
+    return out
 
 
 def restarted(
@@ -495,6 +558,11 @@ def restarted(
     return out
 
 
+def _per_run(values: list[Any], index: int, default: Any) -> Any:
+    """The value of run ``index`` of an option given once per run (the last for the rest)."""
+    return values[min(index, len(values) - 1)] if values else default
+
+
 def parse_kill(text: str) -> tuple[int, int]:
     if text == "0":
         return (0, 0)
@@ -514,7 +582,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--state-partitions", type=int, default=None, help="window state partitions")
     p.add_argument("--window", type=int, default=30, help="window length, seconds")
     p.add_argument("--checkpoint", type=int, default=10, help="state checkpoint interval, s")
-    p.add_argument("--state-replicas", type=int, default=1, help="copies of the state in memory")
+    p.add_argument(
+        "--state-replicas",
+        type=int,
+        action="append",
+        default=[],
+        help="copies of the state in memory (once per --kill run; the last for the rest)",
+    )
+    p.add_argument(
+        "--theta",
+        action="append",
+        default=[],
+        help="keyed: approximateRecovery(maxDivergence=THETA), once per --kill run (the "
+        "last for the rest); 'exact' for none",
+    )
+    p.add_argument(
+        "--approx-theta",
+        action="append",
+        type=float,
+        default=[],
+        help="approx: a state under approximateRecovery(maxDivergence=THETA) (repeatable)",
+    )
+    p.add_argument(
+        "--measure-state", action="store_true", help="the bytes of each interval's state"
+    )
     p.add_argument(
         "--strategy",
         default="checkpoint",
@@ -593,7 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     sc.setLogLevel(args.log_level)
     try:
         wait_for_executors(sc, args.executors)
-        for kill in args.kill:
+        for index, kill in enumerate(args.kill):
+            args.run_theta = _per_run(args.theta, index, None)
+            if args.run_theta is not None:
+                args.run_theta = None if args.run_theta == "exact" else float(args.run_theta)
+            args.run_replicas = _per_run(args.state_replicas, index, 1)
             with tempfile.TemporaryDirectory(prefix="dstream-faults-") as root:
                 result = run(sc, args, kill, root)
             print(json.dumps(result), flush=True)

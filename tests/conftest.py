@@ -46,7 +46,7 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSeria
 # (done after 15:04 of 17:26 on 2026-11-28) is no longer the whole suite's critical path.
 FAULT_DIRS = ("recovery", "cluster", "hdfs", "kafka")
 FAULTS = "faults"
-CLOCK_FAULTS = ("cluster/test_executor_loss.py",)
+CLOCK_FAULTS = ("cluster/test_executor_loss.py", "cluster/test_approximate.py")
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 
 

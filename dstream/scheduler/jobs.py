@@ -117,6 +117,8 @@ class JobRunner:
                 # already, running directly saves the extra job.)
                 job.prepare()
             self._await_turn(previous)
+            if job.before is not None:
+                job.before()
             attempts = self._run_with_retries(job)
         except BaseException as exc:
             attempts = getattr(exc, "_dstream_attempts", max(attempts, 1))

@@ -77,6 +77,10 @@ class TaskFiles(Protocol):
         """Create ``path`` with ``data`` unless it exists; False if it did."""
         ...
 
+    def list_names(self, path: str) -> list[str]:
+        """The names in the directory ``path`` (empty if it does not exist)."""
+        ...
+
     def publish_file(self, path: str, local_file: str) -> bool:
         """Copy the local file to ``path`` unless it exists; False if it did."""
         ...
@@ -117,6 +121,12 @@ class LocalTaskFiles:
 
     def publish(self, path: str, data: bytes) -> bool:
         return self._publish(path, lambda fs, tmp: fs.write_bytes(tmp, data))
+
+    def list_names(self, path: str) -> list[str]:
+        try:
+            return os.listdir(_local_path(path))
+        except FileNotFoundError:
+            return []
 
     def publish_file(self, path: str, local_file: str) -> bool:
         def copy(fs: LocalFileSystem, tmp: str) -> None:
@@ -207,6 +217,12 @@ class WebHdfsTaskFiles:
 
     def publish(self, path: str, data: bytes) -> bool:
         return self._publish(path, lambda client, tmp: client.write(tmp, data=data))
+
+    def list_names(self, path: str) -> list[str]:
+        hpath = self._hpath(path)
+        if _retrying(lambda: self._client().status(hpath, strict=False)) is None:
+            return []
+        return [str(n) for n in _retrying(lambda: self._client().list(hpath, status=False))]
 
     def publish_file(self, path: str, local_file: str) -> bool:
         return self._publish(path, lambda client, tmp: client.upload(tmp, local_file))

@@ -329,6 +329,17 @@ class DStreamCore(Generic[T]):
     def _on_batch_completed(self, time: Time) -> None:
         """Called by the scheduler after every job of batch ``time`` finished."""
 
+    def _before_interval(self, time: Time) -> None:
+        """Called before the first job of interval ``time`` runs (every job of the interval
+        before it has run)."""
+
+    def _check_settings(self, settings: Any) -> None:
+        """Raise if this stream cannot run under ``settings`` (checked at start())."""
+
+    def _cached_rdds(self) -> list[RDD[Any]]:
+        """The RDDs this stream persisted and still remembers (released at stop())."""
+        return list(self._generated.values())
+
 
 def _unpin_all(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
     for stream, time in pins:

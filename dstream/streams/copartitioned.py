@@ -28,11 +28,12 @@ __all__ = [
 ]
 
 
-def memory_only(replicas: int = 1) -> Any:
-    """In memory (serialized, as every PySpark RDD), on ``replicas`` executors."""
+def memory_only(replicas: int = 1, disk: bool = False) -> Any:
+    """In memory (serialized, as every PySpark RDD), on ``replicas`` executors; with
+    ``disk``, blocks evicted for memory go to the executor's disk instead of away."""
     from pyspark import StorageLevel
 
-    return StorageLevel(False, True, False, False, replicas)
+    return StorageLevel(disk, True, False, False, replicas)
 
 
 def key_hash(key: Any) -> int:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dstream.streams.base import DStreamCore
 from dstream.streams.quarantine import Quarantine
 from dstream.time import Duration, Time
 
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
     from dstream.sources.base import InputDStream
     from dstream.storage.journal import JournalRecord
     from dstream.storage.ownership import Lease
-    from dstream.streams.base import DStreamCore
     from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.output import Job, OutputDStream
     from dstream.streams.state_base import StateStream
@@ -153,6 +154,8 @@ class DStreamGraph:
                 )
         for source in self.inputs:
             source._validate()
+        for stream in self.streams:
+            stream._check_settings(self.settings)
 
     def start(self, zero_time: Time) -> None:
         self._zero_time = zero_time
@@ -186,7 +189,14 @@ class DStreamGraph:
                     job = Job(time, out._output_index, out._label, _raiser(exc))
                 if job is not None:
                     jobs.append(job)
+        if jobs and any(type(s)._before_interval is not _no_hook for s in self.streams):
+            jobs[0] = replace(jobs[0], before=lambda: self.before_interval(time))
         return jobs
+
+    def before_interval(self, time: Time) -> None:
+        """Run before the first job of ``time`` (every job of the interval before has run)."""
+        for stream in self.streams:
+            stream._before_interval(time)
 
     def batch_completed(self, time: Time) -> None:
         """Every job of ``time`` finished: let streams react (checkpoints), then forget what
@@ -209,11 +219,14 @@ class DStreamGraph:
             for stream in self.streams:
                 if stream._storage_level is None:
                     continue
-                for rdd in stream._generated.values():
+                for rdd in stream._cached_rdds():
                     try:
                         rdd.unpersist(blocking=False)
                     except Exception:  # a SparkContext stopped meanwhile: nothing is cached
                         log.debug("unpersist of %s failed", stream._label, exc_info=True)
+
+
+_no_hook = DStreamCore._before_interval
 
 
 def _raiser(exc: BaseException) -> Any:

@@ -15,10 +15,19 @@ from dstream.functions import UserFunction
 from dstream.storage.checkpoint import COMPLETE
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.snapshots import decode_manifest, encode_manifest
+from dstream.streams.approximate import Approximation, ApproxSpec, approx_spec
 from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
 from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
 from dstream.streams.state_base import StateStream
+from dstream.tasks import approx_state
+from dstream.tasks.approx_state import (
+    ApproxTask,
+    CopyStore,
+    copy_root,
+    drop_meta,
+    merge_approximate,
+)
 from dstream.tasks.quarantine import StateNotes
 from dstream.tasks.state_merge import merge_update_state, sections
 from dstream.tasks.track_state import (
@@ -36,6 +45,8 @@ from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
+
+    from dstream.settings import StreamingSettings
 
 __all__ = ["StateDStream", "TaggedEvents", "TrackDStream", "TrackView"]
 
@@ -86,9 +97,19 @@ class StateDStream(StateStream):
         self._update = update_func
         self._initial: RDD[Any] | None = initial
         events._schedule = self._schedule
+        # approximateRecovery(): restore lost partitions from copies within a bound.
+        self._approx: ApproxSpec | None = None
 
     # The initial RDD exists only in the driver that made it (a restart uses checkpoints).
-    _transient: ClassVar[tuple[str, ...]] = ("_initial",)
+    # Under approximateRecovery, _internal holds each interval's state with its META records
+    # (what is cached and checkpointed; users see it without them) and _approximation the
+    # driver's bookkeeping (the restores it journals are restored with the state).
+    _transient: ClassVar[tuple[str, ...]] = (
+        "_initial",
+        "_internal",
+        "_approximation",
+        "_pruned_at",
+    )
     _unbounded: ClassVar[str | None] = (
         "updateStateByKey keeps each key's state from every interval since the start"
     )
@@ -97,9 +118,200 @@ class StateDStream(StateStream):
     def _init_transient(self) -> None:
         super()._init_transient()
         self._initial = None
+        self._internal: dict[Time, RDD[Any]] = {}
+        self._approximation: Approximation | None = None
+        self._pruned_at: int | None = None  # the checkpoint the copies were last pruned at
 
     def _parent_remember_duration(self) -> Duration | None:
         return (self._remember_duration or self._slide_duration) + self._replay_span()
+
+    # ---- approximateRecovery -----------------------------------------------------------------
+    def _set_approximate(self, max_divergence: object, divergence: object) -> None:
+        spec = approx_spec(max_divergence, divergence, self._label)
+        if self._strategy.kind in ("replicate", "replay"):
+            raise ValueError(
+                f"approximateRecovery() of {self._label} restores lost partitions from its "
+                f'own copies; it cannot be combined with recoveryStrategy("{self._strategy.kind}")'
+                ": keep one of them"
+            )
+        self._approx = spec
+
+    def _set_strategy(self, kind: object, every: object, copies: object) -> None:
+        if self._approx is not None and kind in ("replicate", "replay"):
+            raise ValueError(
+                f"recoveryStrategy({kind!r}) of {self._label}, whose lost partitions "
+                "approximateRecovery() already restores from copies; keep one of them"
+            )
+        super()._set_strategy(kind, every, copies)
+
+    def _rescale(self, count: object) -> Time | None:
+        if self._approx is not None:
+            raise ValueError(
+                f"rescale({count!r}) of {self._label}: under approximateRecovery() each "
+                "partition keeps its own copy and its own share of maxDivergence, so the "
+                "partition count is fixed (numPartitions= when it is made)"
+            )
+        return super()._rescale(count)
+
+    def _check_settings(self, settings: StreamingSettings) -> None:
+        if self._approx is None:
+            return
+        if settings.pipelining_depth > 1:
+            raise ValueError(
+                f"approximateRecovery() of {self._label} reads each interval's state from "
+                "the executors' memory once the interval before has made it, which timestep "
+                f"pipelining (pipelining_depth={settings.pipelining_depth}) does not wait "
+                "for; run it with pipelining_depth=1"
+            )
+        from dstream.jvm import ShimMissingError, shim_class
+
+        try:
+            shim_class(self._graph.sc, "io.dstream.shim.state.StateBlocks")
+        except ShimMissingError as exc:
+            raise ShimMissingError(exc.path, f"approximateRecovery() of {self._label}") from None
+
+    @property
+    def _tracker(self) -> Approximation:
+        if self._approximation is None:
+            self._approximation = Approximation(self._graph.sc, self._id)
+        return self._approximation
+
+    def _persist_level(self) -> Any:
+        # Under approximateRecovery users get a view (not cached) of the cached state.
+        return None if self._approx is not None else super()._persist_level()
+
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        rdd = super()._compute(time)
+        if self._approx is None or rdd is None:
+            return rdd
+        # On disk too: a block evicted for memory would be restored from its copy, as if lost.
+        rdd.persist(memory_only(self._strategy.copies(self._graph.settings.state_replicas), True))
+        self._internal[time] = rdd
+        return rdd.mapPartitions(drop_meta, preservesPartitioning=True)
+
+    @property
+    def _steps_from_blocks(self) -> bool:
+        return self._approx is not None
+
+    def _state_rdd(self, time: Time) -> RDD[Any] | None:
+        if self._approx is None:
+            return super()._state_rdd(time)
+        return self._internal.get(time)
+
+    def _before_interval(self, time: Time) -> None:
+        """Interval ``time`` reads the blocks of ``time - slide``: make those no task has made
+        yet (an interval no output read), so that a missing block means a lost one."""
+        if self._approx is None:
+            return
+        previous = time - self._slide_duration
+        state = self._internal.get(previous)
+        if state is None:
+            return
+        missing = sorted(set(range(state.getNumPartitions())) - self._tracker.computed(previous.ms))
+        if missing:
+            self._graph.sc.runJob(state, lambda records: [], missing)
+
+    def _approx_task(self, times: list[Time]) -> ApproxTask:
+        spec = self._approx
+        assert spec is not None and self._root is not None
+        wanted = {u.ms for u in times}
+        restores = {ms: r for ms, r in self._tracker.restores.items() if ms in wanted}
+        return ApproxTask(
+            self._id,
+            spec.max_divergence,
+            self._partitions,
+            self._slide_duration.ms,
+            spec.divergence,
+            CopyStore(self._files, copy_root(self._root, self._key)),
+            restores,
+            approx_state.MIN_BASE_BYTES,
+        )
+
+    def _approximate_merge(self, union: RDD[Any], times: list[Time]) -> RDD[Any]:
+        task, update, millis = self._approx_task(times), self._update, [u.ms for u in times]
+        notes = self._tracker.accumulator()
+        quarantine, label, stream = self._graph.quarantine, self._label, self._id
+        acc = quarantine.accumulator() if quarantine.active else None
+
+        def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
+            bad = None if acc is None else StateNotes(acc, label, split, stream)
+            on_error = None if bad is None else bad.note
+            yield from merge_approximate(split, records, update, millis, task, notes, on_error)
+            if bad is not None:
+                bad.send()
+
+        return union.mapPartitionsWithIndex(merge_partition, True)
+
+    def _on_batch_completed(self, time: Time) -> None:
+        if self._approx is not None:
+            self._tracker.harvest(time.ms, self._label)
+        super()._on_batch_completed(time)
+
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
+        with self._lock:
+            for t in [t for t in self._internal if t not in self._generated]:
+                self._internal.pop(t).unpersist(blocking=False)
+
+    def _delete_unused_checkpoints(self, keep: set[int]) -> None:
+        super()._delete_unused_checkpoints(keep)
+        if self._approx is None or self._root is None or self._published_ms is None:
+            return
+        # A restart rebuilds from the oldest checkpoint a record still on disk names: the
+        # restores before it are never replayed again, nor are the copies only they read.
+        self._tracker.forget_restores_upto(min(keep | {self._published_ms}))
+        if self._pruned_at != self._published_ms:  # once a checkpoint, not every interval
+            self._pruned_at = self._published_ms
+            self._prune_copies()
+
+    def _prune_copies(self) -> None:
+        """Delete the copy files no restore can read any more: in each partition, those
+        older than its newest base at or before the oldest copy a journaled restore read
+        (a restarted driver replays those restores) — or, with none, its newest base."""
+        assert self._root is not None
+        directory = copy_root(self._root, self._key)
+        fs = filesystem_for(directory, self._graph.sc)
+        needed: dict[int, int] = {}
+        for restored in self._tracker.restores.values():
+            for partition, copy_ms in restored.items():
+                if copy_ms >= 0:
+                    needed[partition] = min(needed.get(partition, copy_ms), copy_ms)
+        store = CopyStore(self._files, directory)
+        for split in range(self._partitions):
+            files = store.copies(split)
+            upto = needed.get(split)
+            bases = [ms for ms, kind in files if kind == "base" and (upto is None or ms <= upto)]
+            if not bases:
+                continue
+            for ms, kind in files:
+                if ms < bases[-1]:
+                    fs.delete(f"{directory}/{split:05d}/{ms:013d}.{kind}")
+
+    def _cached_rdds(self) -> list[RDD[Any]]:
+        return [*super()._cached_rdds(), *self._internal.values()]
+
+    def _journal_state(self) -> dict[str, Any] | None:
+        state = super()._journal_state()
+        if self._approx is not None and state is not None:
+            state["approx_restores"] = self._tracker.journal()
+        return state
+
+    def _restore_state(self, state: dict[str, Any]) -> None:
+        super()._restore_state(state)
+        if self._approx is not None:
+            self._tracker.restore_journal(state.get("approx_restores") or {})
+
+    def _progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
+        entry = super()._progress(time, cached_bytes)
+        if self._approx is not None:
+            tracker = self._tracker
+            entry["approximateRecovery"] = {
+                "maxDivergence": self._approx.max_divergence,
+                "divergence": self._approx.divergence_name,
+                "copyBytes": tracker.copy_bytes,
+                "restoredPartitions": tracker.restored,
+            }
+        return entry
 
     def _merge(self, time: Time, state: list[tuple[RDD[Any], int]], times: list[Time]) -> RDD[Any]:
         """State of ``time``: ``state`` (an RDD and its partition count, or nothing) with
@@ -123,6 +335,8 @@ class StateDStream(StateStream):
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
         update, intervals = self._update, len(times)
         union = sectioned_union(self._graph.runtime.marks, count, groups)
+        if self._approx is not None:
+            return self._approximate_merge(union, times)
         quarantine = self._graph.quarantine
         if not unfiltered and not quarantine.active:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
@@ -142,6 +356,11 @@ class StateDStream(StateStream):
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         before = self._schedule.at((time - self._slide_duration).ms)
+        if self._approx is not None:
+            # The previous state's blocks as the executors hold them, not its lineage.
+            from dstream.streams.surviving import surviving
+
+            previous = surviving(self._internal[time - self._slide_duration])
         return self._merge(time, [(previous, before)], [time])
 
     def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:

@@ -34,6 +34,8 @@ class Job:
     run: Callable[[], None]
     prepare: Callable[[], None] | None = None
     release: Callable[[], None] | None = None
+    # The first job of an interval: what streams do before the interval's jobs run.
+    before: Callable[[], None] | None = None
 
 
 class OutputDStream(DStreamCore[Any]):

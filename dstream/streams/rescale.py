@@ -200,25 +200,15 @@ def _regrouped(
     return out
 
 
-_shipped: set[str] = set()
-_ship_lock = threading.Lock()
-
-
 def _rescaled_class(sc: SparkContext) -> Any:
     """The shim's ``Rescaled`` class, with the jar shipped to the executors (None, logged
     once, without the shim: rescales then shuffle the state)."""
     import logging
 
-    from dstream.jvm import SHIM_JAR, ShimMissingError, shim_class
+    from dstream.jvm import ShimMissingError, executor_class
 
     try:
-        cls = shim_class(sc, "io.dstream.shim.state.Rescaled")
+        return executor_class(sc, "io.dstream.shim.state.Rescaled")
     except ShimMissingError as exc:
         logging.getLogger(__name__).warning("rescale shuffles the state: %s", exc)
         return None
-    app = sc.applicationId
-    with _ship_lock:
-        if app not in _shipped:
-            sc._jsc.sc().addJar(str(SHIM_JAR))
-            _shipped.add(app)
-    return cls

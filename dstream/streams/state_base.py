@@ -292,7 +292,9 @@ class StateStream(DStreamCore[Any]):
             with self._lock:
                 self._published_ms = None
             rdd, built_on = cut, None
-        elif previous is not None and self._built_on.get(previous_time) == base:
+        elif previous is not None and (
+            self._steps_from_blocks or self._built_on.get(previous_time) == base
+        ):
             rdd, built_on = self._step(time, previous), base
         else:
             rdd, built_on = self._rebuild(time, base), base
@@ -341,10 +343,22 @@ class StateStream(DStreamCore[Any]):
         every = self._checkpoint_every
         if self._zero_time is None or every is None or (time - self._zero_time).ms % every.ms:
             return
-        rdd = self._generated.get(time)
+        rdd = self._state_rdd(time)
         checkpointer = self._graph.runtime.checkpointer
         if rdd is not None and checkpointer is not None:  # a state stream's context has one
             checkpointer.submit(self, time, rdd)
+
+    @property
+    def _steps_from_blocks(self) -> bool:
+        """Whether each interval's state is built from the cached blocks of the previous one,
+        not from its lineage (which then never grows, so a published checkpoint need not
+        cut it: the checkpoint is there for restarts)."""
+        return False
+
+    def _state_rdd(self, time: Time) -> RDD[Any] | None:
+        """The cached RDD that holds the state of ``time`` (what is checkpointed): the RDD of
+        the interval, unless the stream shows users a view of it."""
+        return self._generated.get(time)
 
     def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
         """Run by the checkpointer's thread: write, mark complete, publish."""
@@ -438,7 +452,7 @@ class StateStream(DStreamCore[Any]):
         from dstream.time import human_time
 
         with self._lock:
-            rdd = self._generated.get(time)
+            rdd = self._state_rdd(time)
             base = self._built_on.get(time)
             published = self._published_ms
         since = base if base is not None else (self._zero_time.ms if self._zero_time else None)

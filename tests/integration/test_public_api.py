@@ -28,7 +28,15 @@ def public(obj: object) -> set[str]:
 PYSPARK_DSTREAM = public(pyspark.streaming.DStream)
 PYSPARK_CONTEXT = public(pyspark.streaming.StreamingContext)
 # dstream's own additions, each documented in the README or a page of docs/.
-DSTREAM_EXTRAS = {"recoveryStrategy", "remember", "rescale", "save", "setName", "track"}
+DSTREAM_EXTRAS = {
+    "approximateRecovery",
+    "recoveryStrategy",
+    "remember",
+    "rescale",
+    "save",
+    "setName",
+    "track",
+}
 # live queries (dstream.api.queries)
 DSTREAM_EXTRAS |= {"latest", "at", "snapshot", "lookup", "toDF", "createOrReplaceTempView"}
 TRACK_EXTRAS = {"changes"}

@@ -1,0 +1,368 @@
+"""Bounded-error recovery of keyed state, inside tasks (AF-Stream's approximate fault
+tolerance, its Sec. 3.4-3.5, on D-Streams). Pure Python: no Spark import.
+
+A state under ``approximateRecovery(maxDivergence=Θ)`` is not recomputed from lineage when a
+partition is lost. Each partition instead keeps a *copy* in files (under the checkpoint
+directory) and, as one more record of the partition (keyed :data:`META`), how far it has
+drifted from that copy: every key changed since the copy was written, with its value then,
+and the running divergence ``D`` (the sum over those keys of ``divergence(value then, value
+now)``). When ``D`` exceeds the partition's threshold ``θ``, the task ships only those keys
+(a *delta*; a full *base* once the deltas since the last base outgrow it) and ``D`` is 0
+again. So the copy never lags the state by more than ``θ``.
+
+A partition whose cached block is lost (the executor died) reaches the merge as one
+:class:`LostBlock` record instead of its state: it is restored from its copy (the newest base
+and the deltas after it), and the current interval is folded into it as usual. What the
+restore cost is the drift since the copy, at most ``θ``; no interval is recomputed and the
+lineage stops there.
+
+The thresholds follow AF-Stream's Sec. 3.5.2-3.5.3: a state of ``n`` partitions starts each
+at ``θ = Θ / 2n``, and a partition halves its own after each restore, so after ``k`` failures
+it has lost at most ``Θ/2n (1 + 1/2 + ... + 1/2^k) < Θ/n``, and the whole state less than
+``Θ`` however many failures there are. With ``Θ = 0`` every change is copied at once and a
+restore is exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from numbers import Number
+from typing import TYPE_CHECKING, Any
+
+from dstream.storage.checkpoint import decode, encode
+from dstream.tasks.notes import NoteSlot
+from dstream.tasks.state_merge import sections
+
+if TYPE_CHECKING:
+    from dstream.storage.taskfs import TaskFiles
+
+__all__ = [
+    "META",
+    "MISSING",
+    "ApproxMeta",
+    "ApproxTask",
+    "CopyStore",
+    "LostBlock",
+    "Restored",
+    "copy_root",
+    "drop_meta",
+    "l1",
+    "merge_approximate",
+    "threshold",
+]
+
+# A full base is written instead of a delta once the deltas since the last base add up to
+# more than the base itself (at least this many bytes): a restore reads at most about twice
+# the partition.
+MIN_BASE_BYTES = 1 << 20
+
+
+class _Missing:
+    """A key that had no value (at the copy, or now: removed)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:
+        return (_missing, ())
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+def _missing() -> Any:
+    return MISSING
+
+
+class MetaKey:
+    """The key of a partition's :class:`ApproxMeta` record (one per partition)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:
+        return (_meta_key, ())
+
+    def __repr__(self) -> str:
+        return "META"
+
+
+META: Any = MetaKey()
+
+
+def _meta_key() -> Any:
+    return META
+
+
+class LostBlock:
+    """The key of the one record the JVM shim's ``StateBlocks`` RDD yields for a partition
+    whose cached block no executor holds any more."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:
+        return (LostBlock, ())
+
+    def __repr__(self) -> str:
+        return "LOST"
+
+
+@dataclass
+class ApproxMeta:
+    """How far one partition has drifted from its copy, and the copy's shape."""
+
+    failures: int = 0  # restores so far: the threshold is halved after each
+    divergence: float = 0.0  # D: the sum of the dirty keys' divergences
+    # Each key changed since the copy: its value in the copy (MISSING: it had none).
+    dirty: dict[Any, Any] = field(default_factory=dict)
+    base_bytes: int = 0  # the newest base's size (0: none yet, the empty start)
+    delta_bytes: int = 0  # deltas written since that base
+
+
+def threshold(max_divergence: float, partitions: int, failures: int) -> float:
+    """A partition's share of Θ after ``failures`` restores: ``Θ / 2n / 2^failures``."""
+    return max_divergence / (2 * partitions) / (2**failures)
+
+
+def l1(before: Any, after: Any) -> float:
+    """The Manhattan distance of two states: numbers, or tuples, lists and dicts of numbers
+    (a missing value, or None, counts as 0)."""
+    a = 0 if before is MISSING or before is None else before
+    b = 0 if after is MISSING or after is None else after
+    if isinstance(a, Number) and isinstance(b, Number):
+        return float(abs(b - a))  # type: ignore[operator]
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        a = a if isinstance(a, Mapping) else {}
+        b = b if isinstance(b, Mapping) else {}
+        return sum(l1(a.get(k), b.get(k)) for k in a.keys() | b.keys())
+    if isinstance(a, tuple | list) or isinstance(b, tuple | list):
+        a = a if isinstance(a, tuple | list) else ()
+        b = b if isinstance(b, tuple | list) else ()
+        return sum(l1(x, y) for x, y in zip_longest(a, b, fillvalue=0))
+    shown = after if after is not MISSING and after is not None else before
+    raise TypeError(
+        f"divergence='l1' measures numbers, and tuples, lists or dicts of numbers; a state "
+        f"here is {type(shown).__name__} ({shown!r:.80}): pass approximateRecovery(..., "
+        "divergence=fn) with fn(state at the copy or None, state now or None) -> float"
+    )
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A partition read back from its copy."""
+
+    states: dict[Any, Any]
+    failures: int  # the restores the copy had seen
+    copy_ms: int | None  # the newest file read (None: no copy yet, the empty start)
+
+
+@dataclass(frozen=True)
+class CopyStore:
+    """Where one state's copies live: ``<directory>/<partition>/<interval ms>.base|.delta``,
+    each file written once (published atomically), checksummed like a checkpoint."""
+
+    files: TaskFiles
+    directory: str
+
+    def _dir(self, split: int) -> str:
+        return f"{self.directory}/{split:05d}"
+
+    def write(self, split: int, time_ms: int, kind: str, data: bytes) -> int:
+        """Publish one copy file (a recomputed partition writes the same bytes again: the
+        first stays); returns its size."""
+        self.files.publish(f"{self._dir(split)}/{time_ms:013d}.{kind}", data)
+        return len(data)
+
+    def copies(self, split: int) -> list[tuple[int, str]]:
+        """``(interval ms, "base" | "delta")`` of every file of ``split``, oldest first."""
+        out = []
+        for name in self.files.list_names(self._dir(split)):
+            stem, _, kind = name.partition(".")
+            if stem.isdigit() and kind in ("base", "delta"):
+                out.append((int(stem), kind))
+        return sorted(out)
+
+    def restore(self, split: int, upto_ms: int) -> Restored:
+        """The partition as its copies had it after interval ``upto_ms``: the newest base at
+        or before it and every delta after that base, in order."""
+        files = [(ms, kind) for ms, kind in self.copies(split) if ms <= upto_ms]
+        start = max((i for i, (_, kind) in enumerate(files) if kind == "base"), default=None)
+        states: dict[Any, Any] = {}
+        failures, newest = 0, None
+        for ms, kind in files if start is None else files[start:]:
+            path = f"{self._dir(split)}/{ms:013d}.{kind}"
+            body = decode(self.files.read_bytes(path), path)[0]
+            if kind == "base":
+                states = dict(body["records"])
+            else:
+                for key, value in body["changes"]:
+                    if value is MISSING:
+                        states.pop(key, None)
+                    else:
+                        states[key] = value
+            failures, newest = body["failures"], ms
+        return Restored(states, failures, newest)
+
+
+@dataclass(frozen=True)
+class ApproxTask:
+    """What a merge task of an approximately recovered state needs (pickled into it)."""
+
+    stream: int
+    max_divergence: float
+    partitions: int
+    slide_ms: int
+    divergence: Callable[[Any, Any], float]
+    store: CopyStore
+    # Restores a restarted driver replays: interval ms -> {partition: copy ms (-1: none)}.
+    restores: Mapping[int, Mapping[int, int]] = field(default_factory=dict)
+    min_base_bytes: int = MIN_BASE_BYTES
+
+
+def drop_meta(records: Iterable[Any]) -> Iterator[Any]:
+    """A partition's ``(key, state)`` records without its META record (the view users see)."""
+    for record in records:
+        if type(record[0]) is not MetaKey:
+            yield record
+
+
+def merge_approximate(
+    split: int,
+    records: Iterable[Any],
+    update_func: Callable[[list[Any], Any], Any],
+    times_ms: list[int],
+    task: ApproxTask,
+    notes: Any = None,
+    on_error: Callable[[int, Any, list[Any], BaseException], None] | None = None,
+) -> Iterator[tuple[Any, Any]]:
+    """``updateStateByKey`` of partition ``split`` from ``1 + len(times_ms)`` sections (as
+    :func:`dstream.tasks.state_merge.merge_update_state`), keeping the partition's copy within
+    its threshold. The previous section is the state with its META record, nothing (the
+    first interval), or one :class:`LostBlock` record (restored from the copy). ``notes`` (an
+    accumulator) hears, per interval, the bytes copied and any restore. ``on_error``: a key
+    whose ``update_func`` raises keeps its state and is handed there (quarantine)."""
+    parts = sections(records, 1 + len(times_ms))
+    states: dict[Any, Any] = {}
+    meta: ApproxMeta | None = None
+    lost = False
+    for key, value in parts[0]:
+        kind = type(key)
+        if kind is MetaKey:
+            meta = value
+        elif kind is LostBlock:
+            lost = True
+        else:
+            states[key] = value
+    if meta is None:
+        meta = ApproxMeta()
+    said: dict[NoteSlot, Any] = {}
+    for index, (time_ms, new) in enumerate(zip(times_ms, parts[1:], strict=True)):
+        replayed = task.restores.get(time_ms, {}).get(split)
+        if (lost and index == 0) or replayed is not None:
+            upto = time_ms - task.slide_ms if replayed is None else replayed
+            restored = task.store.restore(split, upto)
+            bound = threshold(task.max_divergence, task.partitions, restored.failures)
+            states, meta = restored.states, ApproxMeta(failures=restored.failures + 1)
+            copy_ms = -1 if restored.copy_ms is None else restored.copy_ms
+            said[NoteSlot(task.stream, time_ms, split, "restored")] = (copy_ms, bound)
+        _fold_interval(states, meta, new, update_func, task.divergence, time_ms, on_error)
+        theta = threshold(task.max_divergence, task.partitions, meta.failures)
+        written = 0
+        if meta.dirty and (meta.divergence > theta or theta == 0):
+            written = _copy(split, time_ms, states, meta, task)
+        said[NoteSlot(task.stream, time_ms, split, "computed")] = written
+    if notes is not None:
+        notes.add(said)
+    yield from states.items()
+    yield META, meta
+
+
+def _fold_interval(
+    states: dict[Any, Any],
+    meta: ApproxMeta,
+    new: list[Any],
+    update_func: Callable[[list[Any], Any], Any],
+    divergence: Callable[[Any, Any], float],
+    time_ms: int,
+    on_error: Callable[[int, Any, list[Any], BaseException], None] | None,
+) -> None:
+    """One interval's update of every key with a state or new values, and the drift it adds."""
+    news: dict[Any, list[tuple[tuple[int, int], Any]]] = {}
+    for key, payload in new:
+        news.setdefault(key, []).append(payload)
+    dirty = meta.dirty
+    for key in list(states.keys() | news.keys()):
+        values = [v for _, v in sorted(news.get(key, ()), key=lambda tv: tv[0])]
+        old = states.get(key, MISSING)
+        try:
+            result = update_func(values, None if old is MISSING else old)
+        except Exception as exc:
+            if on_error is None:
+                raise
+            on_error(time_ms, key, values, exc)
+            continue
+        if result is None:
+            states.pop(key, None)
+            now = MISSING
+        else:
+            states[key] = now = result
+        if _same(now, old):
+            continue
+        if key in dirty:
+            backed = dirty[key]
+            before = _drift(divergence, key, backed, old)
+        else:
+            dirty[key] = backed = old
+            before = 0.0
+        meta.divergence += _drift(divergence, key, backed, now) - before
+
+
+def _drift(divergence: Callable[[Any, Any], float], key: Any, backed: Any, now: Any) -> float:
+    drift = float(
+        divergence(None if backed is MISSING else backed, None if now is MISSING else now)
+    )
+    if not math.isfinite(drift) or drift < 0:
+        raise ValueError(
+            f"the divergence of key {key!r:.60} is {drift!r}; a divergence function must "
+            "return a finite number >= 0"
+        )
+    return drift
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether an update left a key's state as it was (a state whose ``==`` is not a truth
+    value, a NumPy array say, counts as changed)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _copy(
+    split: int, time_ms: int, states: dict[Any, Any], meta: ApproxMeta, task: ApproxTask
+) -> int:
+    """Ship the dirty keys (or, once the deltas outgrow the base, the whole partition);
+    the copy is then the state: nothing is dirty."""
+    changes = [(key, states.get(key, MISSING)) for key in meta.dirty]
+    delta = encode([{"failures": meta.failures, "changes": changes}])
+    if meta.delta_bytes + len(delta) > max(meta.base_bytes, task.min_base_bytes):
+        base = encode([{"failures": meta.failures, "records": list(states.items())}])
+        written = task.store.write(split, time_ms, "base", base)
+        meta.base_bytes, meta.delta_bytes = written, 0
+    else:
+        written = task.store.write(split, time_ms, "delta", delta)
+        meta.delta_bytes += written
+    meta.dirty = {}
+    meta.divergence = 0.0
+    return written
+
+
+def copy_root(root: str, stream_key: str) -> str:
+    """Where the copies of the state ``stream_key`` live under the storage root."""
+    return f"{root.rstrip('/')}/approx-{stream_key}"

@@ -1,0 +1,68 @@
+package io.dstream.shim.state;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.BlockManagerMaster;
+import org.apache.spark.storage.BlockStatus;
+import org.apache.spark.storage.RDDBlockId;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * What the block manager master knows of a cached RDD's partitions, asked from the driver:
+ * which executors hold each block (none: lost with its executor), and how large each is.
+ */
+public final class Blocks {
+  private Blocks() {}
+
+  private static BlockManagerMaster master() {
+    return SparkEnv.get().blockManager().master();
+  }
+
+  /** The task locations of each of the {@code count} blocks of RDD {@code source}. */
+  static List<List<String>> holders(int source, int count) {
+    List<List<String>> out = new ArrayList<>();
+    for (scala.collection.immutable.Seq<BlockManagerId> ids :
+        CollectionConverters.asJava(master().getLocations(StateBlocks.ids(source, count)))) {
+      out.add(StateBlocks.asLocations(ids));
+    }
+    return out;
+  }
+
+  /**
+   * Called from Python: how many executors hold each block of RDD {@code source}, as "n0,n1,..."
+   * (0: the partition's block is lost, or was never cached). One call to the master.
+   */
+  public static String copies(int source, int count) {
+    StringBuilder out = new StringBuilder();
+    for (List<String> holders : holders(source, count)) {
+      if (out.length() > 0) {
+        out.append(',');
+      }
+      out.append(holders.size());
+    }
+    return out.toString();
+  }
+
+  /**
+   * Called from Python: the size in memory of each block of RDD {@code source}, "b0,b1,..." (0:
+   * not cached anywhere). One call to the master per block.
+   */
+  public static String sizes(int source, int count) {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < count; i++) {
+      long size = 0;
+      for (BlockStatus status :
+          CollectionConverters.asJava(master().getBlockStatus(new RDDBlockId(source, i), false))
+              .values()) {
+        size = Math.max(size, status.memSize() + status.diskSize());
+      }
+      if (i > 0) {
+        out.append(',');
+      }
+      out.append(size);
+    }
+    return out.toString();
+  }
+}

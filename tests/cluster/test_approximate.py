@@ -1,0 +1,89 @@
+"""approximateRecovery() under executor JVMs killed with SIGKILL (AF-Stream's Sec. 3.5 on
+D-Streams): running word counts of the rate source's Zipf-like words on local-cluster[3], two
+states in one program (so both see the same five kills), Θ = 0 and Θ = 300,000 counts (~11,000 words an interval).
+
+- Θ = 0: every interval equals the exact oracle, though lost partitions were restored from
+  their copies (no interval recomputed);
+- Θ = 300,000: after each failure the state's total error (the sum over words of |count -
+  exact|, which bounds every word's error) stays at most Θ, each restore loses at most its
+  partition's threshold, and the thresholds halve so the error's growth slows with the
+  failures; the copies written are at most 30 % of the bytes a second in-memory copy of
+  every interval's state (``state_replicas=2``) moves, though the thresholds halved five
+  times.
+
+The full sweep (error and throughput against Θ and against the number of failures, the
+failure interval's time against ``state_replicas=2``) is bench/engine/approximate.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from testbed.faults import keyed_oracle
+from tests.cluster.test_executor_loss import scenario
+
+pytestmark = pytest.mark.cluster
+
+THETA = 300_000.0
+INTERVALS, RATE, PARTITIONS = 11, 1000, 4
+KILLS = (2, 4, 6, 8, 10)  # one executor killed 0.2 s into each of these intervals
+
+
+def errors_by_interval(run: dict[str, Any], theta: float) -> dict[int, tuple[int, int]]:
+    """(total error, largest error of one word) of the state ``theta`` at every interval."""
+    want = keyed_oracle(INTERVALS, RATE, PARTITIONS)["outputs"]
+    out = {}
+    for t, records in run["outputs"].items():
+        got = {w: c for th, w, c in records if th == theta}
+        exact = dict(map(tuple, want[t]))
+        diffs = [abs(got.get(w, 0) - exact.get(w, 0)) for w in got.keys() | exact.keys()]
+        out[int(t)] = (sum(diffs), max(diffs, default=0))
+    return out
+
+
+def test_killed_executors_cost_an_approximate_state_at_most_its_bound() -> None:
+    extra = [f"--also-kill-at={i}" for i in KILLS[1:]]
+    (run,) = scenario(
+        "approx",
+        INTERVALS,
+        [f"1@{KILLS[0]}"],
+        *("--rate", str(RATE), "--partitions", str(PARTITIONS), "--checkpoint", "4"),
+        *("--approx-theta", "0", "--approx-theta", str(THETA), "--measure-state"),
+        *extra,
+    )
+    assert len(run["killed"]) == len(KILLS)
+    exact, bounded = run["approximate"]["theta=0"], run["approximate"][f"theta={THETA:g}"]
+    # Lost partitions were restored from copies, not recomputed, in both states.
+    assert exact["restored_partitions"] >= len(KILLS) and bounded["restored_partitions"] >= 3
+
+    assert errors_by_interval(run, 0.0) == {t: (0, 0) for t in range(1000, 12_000, 1000)}
+
+    errors = errors_by_interval(run, THETA)
+    assert all(total <= THETA and largest <= THETA for total, largest in errors.values())
+    assert errors[1000] == (0, 0)  # nothing is lost before the first kill
+    # Each restore loses at most its threshold: the error only grows at a restore's
+    # interval, by at most the thresholds of the partitions restored there.
+    restores_at: Counter[int] = Counter()
+    bound_at: dict[int, float] = {}
+    for time_ms, _partition, _copy_ms, bound in bounded["restores"]:
+        restores_at[time_ms] += 1
+        bound_at[time_ms] = bound_at.get(time_ms, 0.0) + bound
+    previous = 0
+    for t in sorted(errors):
+        total = errors[t][0]
+        assert total - previous <= bound_at.get(t, 0.0) + 1e-6, (t, total, previous)
+        previous = total
+    # The thresholds halve: a partition restored again has half its share (Sec. 3.5.2).
+    shares = sorted({b for *_, b in bounded["restores"]}, reverse=True)
+    assert shares[0] == THETA / (2 * PARTITIONS) and all(
+        a / b in (2, 4, 8, 16) for a, b in pairwise(shares)
+    )
+
+    # The copies moved far fewer bytes than a second copy of every interval's state would
+    # (the Θ = 0 state's blocks: the same counts, its META record empty, as a plain state's).
+    replicated = sum(by_state["theta=0"] for by_state in run["state_bytes_by_interval"].values())
+    assert 0 < bounded["copy_bytes"] <= 0.3 * replicated, (bounded["copy_bytes"], replicated)

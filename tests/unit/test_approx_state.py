@@ -1,0 +1,219 @@
+"""Bounded-error recovery inside tasks (dstream.tasks.approx_state), no Spark: the copy
+never lags a partition by more than its threshold, a restore loses at most that, the
+thresholds halve so the error stays under Θ however many failures, Θ = 0 is exact, and a
+journaled restore replayed over many intervals gives the state the live run had."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dstream.storage.taskfs import LocalTaskFiles
+from dstream.tasks.approx_state import (
+    META,
+    ApproxMeta,
+    ApproxTask,
+    CopyStore,
+    LostBlock,
+    drop_meta,
+    l1,
+    merge_approximate,
+    threshold,
+)
+from dstream.tasks.state_merge import SectionMark
+
+MARK = (0, SectionMark())
+SLIDE = 1000
+
+
+def count(values: list[int], old: int | None) -> int | None:
+    total = (old or 0) + sum(values)
+    return total or None  # 0 removes the key
+
+
+def task(root: Path, theta: float, partitions: int = 2, **kw: Any) -> ApproxTask:
+    store = CopyStore(LocalTaskFiles(), str(root / "approx-0"))
+    return ApproxTask(0, theta, partitions, SLIDE, l1, store, **kw)
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.seen: dict[Any, Any] = {}
+
+    def add(self, notes: dict[Any, Any]) -> None:
+        self.seen.update(notes)
+
+
+def step(
+    t: ApproxTask,
+    previous: list[Any] | None,
+    events: list[list[tuple[str, int]]],
+    first_ms: int,
+    notes: Notes | None = None,
+) -> list[Any]:
+    """One merge over ``previous`` (None: the partition was lost) and ``events`` of the
+    intervals from ``first_ms`` on; the partition's records, META last."""
+    records: list[Any] = [(LostBlock(), None)] if previous is None else list(previous)
+    for i, pairs in enumerate(events):
+        records.append(MARK)
+        records += [(k, ((0, n + 1000 * i), v)) for n, (k, v) in enumerate(pairs)]
+    times = [first_ms + SLIDE * i for i in range(len(events))]
+    return list(merge_approximate(0, records, count, times, t, notes))
+
+
+def states(records: list[Any]) -> dict[str, int]:
+    return dict(drop_meta(records))
+
+
+def meta_of(records: list[Any]) -> ApproxMeta:
+    assert records[-1][0] is META
+    return records[-1][1]
+
+
+def words(rng: random.Random, n: int) -> list[tuple[str, int]]:
+    # Zipf-like: a few keys take most of the records.
+    return [(f"w{min(int(rng.paretovariate(1.2)), 60)}", 1) for _ in range(n)]
+
+
+def test_l1_measures_numbers_and_collections_of_them() -> None:
+    assert l1(None, 5) == 5 and l1(3, None) == 3 and l1(2, 7.5) == 5.5
+    assert l1((1, 2), (2, 0, 4)) == 7
+    assert l1({"a": 1}, {"a": 4, "b": 2}) == 5
+    with pytest.raises(TypeError, match=r"'l1' measures numbers.*str.*divergence=fn"):
+        l1("x", "y")
+
+
+def test_each_restore_halves_the_partitions_share_of_theta() -> None:
+    assert threshold(100, 5, 0) == 10
+    assert [threshold(100, 5, k) for k in (1, 2, 3)] == [5, 2.5, 1.25]
+    assert threshold(0, 5, 0) == 0
+
+
+def test_the_copy_lags_by_at_most_theta_and_a_restore_loses_no_more(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    t = task(tmp_path, theta=40, partitions=2)  # θ = 10 for each partition
+    exact: Counter[str] = Counter()
+    records: list[Any] = []
+    i = 0
+    # 30 intervals, and on until the state has drifted from its copy (it was just copied).
+    while i < 30 or meta_of(records).divergence == 0:
+        i += 1
+        batch = words(rng, 8)
+        exact.update(k for k, _ in batch)
+        records = step(t, records, [batch], SLIDE * i)
+        # The invariant after every interval: the drift since the copy is at most θ.
+        assert meta_of(records).divergence <= 10
+    assert states(records) == dict(exact)
+    notes = Notes()
+    restored = step(t, None, [[("w1", 1)]], SLIDE * (i + 1), notes)
+    exact["w1"] += 1
+    error = sum(abs(states(restored).get(k, 0) - v) for k, v in exact.items())
+    assert error == meta_of(records).divergence  # the drift since the copy, lost
+    assert 0 < error <= 10
+    ((slot, (copy_ms, bound)),) = [(s, n) for s, n in notes.seen.items() if s.kind == "restored"]
+    assert (slot.time_ms, slot.partition, bound) == ((i + 1) * SLIDE, 0, 10)
+    assert 0 < copy_ms < i * SLIDE
+    assert meta_of(restored).failures == 1
+
+
+def test_with_theta_zero_every_change_is_copied_and_a_restore_is_exact(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    t = task(tmp_path, theta=0)
+    records: list[Any] = []
+    for i in range(12):
+        batch = words(rng, 5) + ([("gone", -1)] if i == 6 else [("gone", 1)] if i == 5 else [])
+        records = step(t, records, [batch], SLIDE * (i + 1))
+        restored = step(t, None, [[]], SLIDE * (i + 2))
+        # A key removed (count 0) is removed from the copy too.
+        assert states(restored) == states(records), i
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    theta=st.sampled_from([0.0, 4.0, 20.0, 200.0]),
+    failures=st.lists(st.integers(1, 25), min_size=1, max_size=6, unique=True),
+)
+def test_the_error_stays_under_theta_over_n_whatever_the_failures(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, theta: float, failures: list[int]
+) -> None:
+    """AF-Stream's Sec. 3.5.2: thresholds halved after each failure keep one partition's
+    error under 2 θ0 = Θ / n, however many failures."""
+    t = task(tmp_path_factory.mktemp("copies"), theta=theta, partitions=2)
+    rng = random.Random(seed)
+    exact: Counter[str] = Counter()
+    records: list[Any] = []
+    for i in range(1, 27):
+        batch = words(rng, rng.randint(0, 10))
+        exact.update(k for k, _ in batch)
+        records = step(t, None if i in failures else records, [batch], SLIDE * i)
+        error = sum(abs(states(records).get(k, 0) - v) for k, v in exact.items())
+        assert error <= theta / 2 + 1e-9, (i, error)
+        if theta == 0:
+            assert states(records) == {k: v for k, v in exact.items() if v}
+
+
+def test_a_journaled_restore_replayed_over_many_intervals_gives_the_live_state(
+    tmp_path: Path,
+) -> None:
+    """A restarted driver rebuilds the state from a checkpoint in one merge over the
+    intervals since it; the restore the live run made at interval 7 is replayed there."""
+    rng = random.Random(3)
+    t = task(tmp_path, theta=30)
+    batches = [words(rng, 6) for _ in range(10)]
+    records: list[Any] = []
+    checkpoint: list[Any] = []
+    notes = Notes()
+    for i, batch in enumerate(batches, start=1):
+        records = step(t, None if i == 7 else records, [batch], SLIDE * i, notes)
+        if i == 4:
+            checkpoint = records
+    ((slot, (copy_ms, _)),) = [(s, n) for s, n in notes.seen.items() if s.kind == "restored"]
+    replay = task(tmp_path, theta=30, restores={slot.time_ms: {0: copy_ms}})
+    rebuilt = step(replay, checkpoint, batches[4:], SLIDE * 5)
+    assert rebuilt == records
+    # Without the journaled restore the rebuild would be exact, and differ from the live run.
+    assert step(t, checkpoint, batches[4:], SLIDE * 5) != records
+
+
+def test_deltas_then_a_base_once_they_outgrow_it(tmp_path: Path) -> None:
+    t = task(tmp_path, theta=0, min_base_bytes=300)
+    records: list[Any] = []
+    for i in range(1, 20):
+        records = step(t, records, [[(f"k{i}", 1), ("k0", 1)]], SLIDE * i)
+    kinds = [kind for _, kind in t.store.copies(0)]
+    assert kinds[0] == "delta" and "base" in kinds and kinds[-1] == "delta"
+    assert t.store.restore(0, 19 * SLIDE).states == states(records)
+    # Before the first base: the deltas from the empty start.
+    assert t.store.restore(0, SLIDE).states == {"k1": 1, "k0": 1}
+
+
+def test_a_partition_that_raises_is_handed_to_quarantine_and_keeps_its_state(
+    tmp_path: Path,
+) -> None:
+    t = task(tmp_path, theta=0)
+    seen: list[Any] = []
+
+    def fussy(values: list[int], old: int | None) -> int | None:
+        if -5 in values:
+            raise ValueError("negative")
+        return count(values, old)
+
+    records = [("a", 1), MARK, ("a", ((0, 0), -5)), ("b", ((0, 1), 2))]
+    out = list(
+        merge_approximate(0, records, fussy, [SLIDE], t, None, lambda *a: seen.append(a[:3]))
+    )
+    assert states(out) == {"a": 1, "b": 2}
+    assert seen == [(SLIDE, "a", [-5])]
+
+
+def test_a_divergence_that_is_not_a_number_is_refused_by_name(tmp_path: Path) -> None:
+    t = ApproxTask(0, 1.0, 1, SLIDE, lambda a, b: float("nan"), task(tmp_path, 1).store)
+    with pytest.raises(ValueError, match=r"divergence of key 'a' is nan.*finite number >= 0"):
+        step(t, [], [[("a", 1)]], SLIDE)
