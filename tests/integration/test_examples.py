@@ -33,7 +33,7 @@ def example(sc: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_every_example_is_tested() -> None:
     tested = {"file_wordcount", "windowed_counts", "recoverable_totals", "sessions_track"}
-    tested |= {"live_query", "bad_records"}
+    tested |= {"live_query", "bad_records", "heavy_hitters"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -90,3 +90,14 @@ def test_recoverable_totals_resume_from_their_checkpoint(example: Any, tmp_path:
     # Every interval of the first run is still there once, and the second run added more.
     assert set(first["saved"]) < set(second["saved"])
     assert Counter(second["saved"]).most_common(1)[0][1] == 1
+
+
+def test_heavy_hitters_are_all_found_and_never_undercounted(example: Any) -> None:
+    result = example("heavy_hitters.py")(6)
+    found, exact, truth = result["found"], result["exact"], result["truth"]
+    assert truth and truth <= set(found)  # none missed
+    for pair in truth:
+        # Count-Min only overcounts, and no failure lost anything here.
+        assert found[pair] >= exact[pair]
+    assert all(e + result["bound"] >= result["threshold"] for e in found.values())
+    assert len(found) <= 2 * len(truth)  # few false positives
