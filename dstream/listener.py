@@ -42,6 +42,7 @@ __all__ = [
     "StreamingListenerReceiverStarted",
     "StreamingListenerReceiverStopped",
     "StreamingListenerStreamingStarted",
+    "TentativeOutputInfo",
 ]
 
 log = logging.getLogger(__name__)
@@ -250,6 +251,24 @@ class CheckpointInfo:
 
 
 @dataclass(frozen=True)
+class TentativeOutputInfo:
+    """A tentative result: the interval, the output operation (its index and label), its
+    fidelity (PPA's Eq. 4: the rate-weighted share of the interval's input that reached it,
+    0-1), the state partitions it was computed without (by state, read back from their last
+    checkpoint or empty), when it was delivered (epoch ms) and how long after the interval
+    ended (ms of the streaming clock)."""
+
+    batch_time: Time
+    output_index: int
+    label: str
+    fidelity: float
+    lost_partitions: dict[str, list[int]]
+    delivered_ms: int
+    delay_ms: int
+    priority: int = 1
+
+
+@dataclass(frozen=True)
 class ReceiverInfo:
     """A receiver (``socketTextStream``'s) as Spark's ``ReceiverInfo`` describes it: its input
     stream's id, its name (``SocketReceiver-<stream id>``), whether it is connected and
@@ -395,6 +414,11 @@ class StreamingListener:
 
     def onCheckpointFailed(self, checkpoint: CheckpointInfo) -> None:
         """Every attempt to write a state stream's checkpoint failed."""
+
+    def onTentativeOutput(self, tentative: TentativeOutputInfo) -> None:
+        """An output gave a tentative result of an interval while an executor loss was
+        being recovered (``StreamingSettings(tentative_outputs=True)``); its exact result
+        follows as usual."""
 
 
 class ListenerBus:

@@ -8,6 +8,7 @@ wrong value fails at construction with the field's name instead of breaking ever
 
 from __future__ import annotations
 
+import math
 import pickle
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -209,6 +210,19 @@ class StreamingSettings:
     # with its error, interval and operator, readable as ssc.quarantined(); the interval
     # goes on without it). See docs/bad-records.md.
     bad_records: BadRecordsPolicy = "fail"
+    # While an executor loss is being recovered, give every output (foreachRDD,
+    # saveAsTextFiles, pprint; each can say otherwise with tentative=) a tentative result
+    # of each interval, computed from what survived and marked with its fidelity, before
+    # the exact one (docs/tentative-outputs.md). Needs the JVM shim; schedule the SparkContext
+    # with spark.scheduler.mode=FAIR so the tentative jobs go first.
+    tentative_outputs: bool = False
+    # Memory (MB, over every state) for second copies of the state partitions that matter
+    # most to the tentative outputs' priority-weighted fidelity (PPA's partially active
+    # replication): chosen by profit density, renewed as the state grows. 0: none.
+    replica_budget_mb: float = 0.0
+    # Whether the replica planner weighs each output's priority (False: every output counts
+    # the same, for comparisons).
+    replica_priorities: bool = True
 
     def __post_init__(self) -> None:
         owner = "StreamingSettings"
@@ -258,6 +272,20 @@ class StreamingSettings:
             )
         if not isinstance(self.backpressure, bool):
             raise TypeError(f"{owner} backpressure must be a bool, got {self.backpressure!r}")
+        for flag in ("tentative_outputs", "replica_priorities"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{owner} {flag} must be a bool, got {getattr(self, flag)!r}")
+        budget = self.replica_budget_mb
+        if (
+            isinstance(budget, bool)
+            or not isinstance(budget, int | float)
+            or not math.isfinite(budget)
+            or budget < 0
+        ):
+            raise ValueError(
+                f"{owner} replica_budget_mb {budget!r} must be a number of MB >= 0, e.g. 64 "
+                "(0: no second copies)"
+            )
 
     def to_bytes(self) -> bytes:
         """For the metadata journal: the fields by name (a later version restores what it

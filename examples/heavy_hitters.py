@@ -20,7 +20,6 @@ import random
 import sys
 import time
 from collections import Counter
-from operator import add
 from typing import Any
 
 from pyspark import SparkConf, SparkContext

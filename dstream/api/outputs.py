@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.state import StateOps
 from dstream.functions import positional_arity
-from dstream.storage.commits import CommitLog, commit_interval, interval_path
+from dstream.storage.commits import (
+    CommitLog,
+    commit_interval,
+    interval_path,
+    tentative_path,
+    write_tentative,
+)
 from dstream.storage.filesystem import filesystem_for
 from dstream.streams.output import OutputDStream
 from dstream.time import Time
@@ -25,12 +31,21 @@ __all__ = ["OutputInterval", "OutputOps"]
 class OutputOps(StateOps[T]):
     __slots__ = ()
 
-    def foreachRDD(self, func: Callable[..., None]) -> None:
+    def foreachRDD(
+        self, func: Callable[..., None], tentative: bool | None = None, priority: int = 1
+    ) -> None:
         """Run ``func(rdd)`` or ``func(time, rdd)`` on the driver for every interval.
 
         ``time`` is a :class:`dstream.Time`: integer milliseconds inside, and everything the
         ``datetime`` PySpark passes offers outside (``str``, ``strftime``, ``.hour``, ``+
         timedelta``, comparison with datetimes; local time, as PySpark's).
+
+        With ``tentative=True`` (or ``StreamingSettings(tentative_outputs=True)``), while a
+        lost executor's state is recomputed ``func`` is first called with a tentative RDD
+        of the interval (``rdd.tentative`` is True, ``rdd.fidelity`` the share of the
+        interval's input it reflects), then with the exact one as usual (``rdd.tentative``
+        False, ``rdd.fidelity`` 1.0). ``priority`` weighs this output when
+        ``replica_budget_mb`` picks which state partitions get a second copy.
         """
         uf = self._user("foreachRDD", func, driver=True)
         arity = positional_arity(uf.fn)
@@ -39,11 +54,20 @@ class OutputOps(StateOps[T]):
                 f"foreachRDD() takes func(rdd) or func(time, rdd); the function at {uf.site} "
                 f"takes {arity} arguments"
             )
+        _check_tentative("foreachRDD", tentative, priority)
         user_fn = uf.fn
         call: Callable[[Time, RDD[Any]], None] = (
             (lambda _t, rdd: user_fn(rdd)) if arity == 1 else user_fn
         )
-        _output(self, call, name="foreachRDD", user_functions=(uf,))
+        _output(
+            self,
+            call,
+            name="foreachRDD",
+            user_functions=(uf,),
+            tentative=tentative,
+            tentative_fn=call,
+            priority=priority,
+        )
 
     def pprint(self, num: int = 10) -> None:
         """Print the first ``num`` records of every interval."""
@@ -53,21 +77,37 @@ class OutputOps(StateOps[T]):
         def take_and_print(time: Time, rdd: RDD[Any]) -> None:
             taken = rdd.take(num + 1)
             lines = ["-------------------------------------------"]
-            lines.append(f"Time: {time}")  # as PySpark's: str() of the local datetime
+            if getattr(rdd, "tentative", False):
+                fidelity = getattr(rdd, "fidelity", 0.0)
+                lines.append(f"Time: {time} (tentative, fidelity {fidelity:.2f})")
+            else:
+                lines.append(f"Time: {time}")  # as PySpark's: str() of the local datetime
             lines.append("-------------------------------------------")
             lines.extend(str(record) for record in taken[:num])
             if len(taken) > num:
                 lines.append("...")
             print("\n".join(lines) + "\n", flush=True)
 
-        _output(self, take_and_print, name="pprint")
+        _output(self, take_and_print, name="pprint", tentative_fn=take_and_print)
 
-    def saveAsTextFiles(self, prefix: str, suffix: str | None = None) -> None:
+    def saveAsTextFiles(
+        self,
+        prefix: str,
+        suffix: str | None = None,
+        tentative: bool | None = None,
+        priority: int = 1,
+    ) -> None:
         """Save each interval as text at ``prefix-<time ms>[.suffix]``, exactly once.
 
         The interval is written to a hidden temporary directory and renamed into place; an
         interval whose output is already committed is not written again (after a recovery,
         a recomputation or a speculative job).
+
+        With ``tentative=True`` (or ``StreamingSettings(tentative_outputs=True)``), while a
+        lost executor's state is recomputed a tentative result of the interval is written
+        first at ``prefix.tentative-<time ms>[.suffix]``, its fidelity in the JSON file
+        ``_DSTREAM_TENTATIVE`` inside; the exact interval is committed as usual and the
+        tentative directory then deleted. ``priority``: as for ``foreachRDD``.
         """
         if not isinstance(prefix, str) or not prefix:
             raise ValueError(
@@ -77,6 +117,7 @@ class OutputOps(StateOps[T]):
         if suffix is not None and not isinstance(suffix, str):
             raise TypeError(f"saveAsTextFiles() suffix must be a string or None, got {suffix!r}")
 
+        _check_tentative("saveAsTextFiles", tentative, priority)
         graph = self._node._graph
 
         def save(time: Time, rdd: RDD[Any]) -> None:
@@ -86,8 +127,24 @@ class OutputOps(StateOps[T]):
             commit_interval(
                 fs, path, time.ms, rdd.saveAsTextFile, 0 if lease is None else lease.epoch
             )
+            if getattr(rdd, "tentative", None) is False:  # an output that gives tentatives
+                superseded = tentative_path(prefix, suffix, time.ms)
+                if fs.exists(superseded):
+                    fs.delete(superseded)
 
-        _output(self, save, name="saveAsTextFiles")
+        def save_tentative(time: Time, rdd: RDD[Any]) -> None:
+            path = tentative_path(prefix, suffix, time.ms)
+            info = {"time_ms": time.ms, "fidelity": getattr(rdd, "fidelity", None)}
+            write_tentative(filesystem_for(path, rdd.context), path, rdd.saveAsTextFile, info)
+
+        _output(
+            self,
+            save,
+            name="saveAsTextFiles",
+            tentative=tentative,
+            tentative_fn=save_tentative,
+            priority=priority,
+        )
 
     def save(self, sink: Callable[..., None], name: str | None = None) -> None:
         """Write every interval to an external system, exactly once.
@@ -161,3 +218,16 @@ class OutputInterval:
 
 def _output(parent: OutputOps[Any], fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> None:
     OutputDStream(parent._node, fn, **kwargs)
+
+
+def _check_tentative(operation: str, tentative: object, priority: object) -> None:
+    if tentative is not None and not isinstance(tentative, bool):
+        raise TypeError(
+            f"{operation}() tentative={tentative!r} must be True, False or None (None: "
+            "StreamingSettings.tentative_outputs decides)"
+        )
+    if isinstance(priority, bool) or not isinstance(priority, int) or priority < 1:
+        raise ValueError(
+            f"{operation}() priority={priority!r} must be an int >= 1 (how much this output's "
+            "fidelity counts when replica_budget_mb is spent), e.g. priority=2"
+        )

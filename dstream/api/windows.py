@@ -69,11 +69,13 @@ class WindowOps(KeyedOps[T]):
                 name, lambda rdd: rdd.flatMap(window_items, preservesPartitioning=True)
             )
             result._node._checkpoint_target = state
+            result._node._narrow = True  # type: ignore[attr-defined]  # one flatMap per partition
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
             fg = fuf.guarded()
             filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
             filtered._node._checkpoint_target = result._node._checkpoint_target
+            filtered._node._narrow = True  # type: ignore[attr-defined]
             result = filtered
         return result
 

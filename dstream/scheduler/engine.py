@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, cast
 from dstream import shutdown
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import check_picklable
+from dstream.jvm import SHIM_JAR
 from dstream.listener import ListenerBus, StreamingListenerStreamingStarted
 from dstream.scheduler.checkpointer import Checkpointer
 from dstream.scheduler.coordinator import BatchCoordinator
@@ -46,6 +47,7 @@ from dstream.scheduler.monitor import (
 from dstream.scheduler.progress import ProgressTracker
 from dstream.scheduler.scheduler import JobScheduler
 from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
+from dstream.scheduler.tentative import TentativeController
 from dstream.scheduler.webui import attach_web_ui
 from dstream.settings import StreamingSettings
 from dstream.sparkconf import conf_flag, conf_number
@@ -120,6 +122,7 @@ class Engine:
         self.monitor: ExecutorMonitor | None = None
         self.web_ui: StreamingTabFeed | None = None  # the Spark UI's Streaming tab, metrics
         self.checkpointer: Checkpointer | None = None
+        self.tentative: TentativeController | None = None
         self.coordinator: BatchCoordinator | None = None
         # This driver's lease on the checkpoint directory (see dstream.storage.ownership).
         self.lease: Lease | None = None
@@ -236,6 +239,7 @@ class Engine:
             )
             self.checkpointer.start()
         self._start_elastic()
+        self._start_tentative(scheduler)
         self.bus.start()
         self.bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
         for source in graph.inputs:
@@ -357,6 +361,24 @@ class Engine:
         # First: progress records show the rate and the step of their own interval.
         self.bus.add(controller, first=True)
 
+    def _start_tentative(self, scheduler: JobScheduler) -> None:
+        """Tentative results and the replica budget (dstream.scheduler.tentative), when an
+        output gives tentative results or replica_budget_mb is set."""
+        graph = self.graph
+        wanted = any(o._gives_tentative for o in graph.outputs)
+        if not wanted and self.settings.replica_budget_mb <= 0:
+            return
+        what = "tentative outputs" if wanted else "settings.replica_budget_mb"
+        if self.monitor is None:
+            raise ShimMissingError(SHIM_JAR, needed_by=what)
+        controller = TentativeController(
+            graph, self.sc, clock=self.clock, bus=self.bus, group_prefix=self.job_group_prefix
+        )
+        scheduler.attach_tentative(controller)
+        self.monitor.on_executor_removed(controller.executor_lost)
+        controller.start(scheduler)
+        self.tentative = controller
+
     def _check_max_history(self) -> None:
         limit = self.settings.max_history
         if limit is None:
@@ -431,6 +453,8 @@ class Engine:
         if was == "active":
             assert self.scheduler is not None
             self.scheduler.stop(graceful=graceful, leave_deferred=self._restart_reads())
+            if self.tentative is not None:
+                self.tentative.stop()
             if self.checkpointer is not None:
                 self.checkpointer.stop(graceful=graceful)
             for source in self.graph.inputs:

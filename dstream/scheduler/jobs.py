@@ -82,6 +82,8 @@ class JobRunner:
         self._ran: JobKey | None = None
         self._cond = threading.Condition()
         self._cancelled = threading.Event()
+        # The fair-scheduler pool each job runs in (None: the default pool).
+        self.pool: Callable[[], str | None] = lambda: None
 
     def submit(self, job: Job) -> None:
         """Run ``job`` after every job submitted before it has run (the event loop calls
@@ -117,6 +119,7 @@ class JobRunner:
                 # already, running directly saves the extra job.)
                 job.prepare()
             self._await_turn(previous)
+            self._sc.setLocalProperty("spark.scheduler.pool", self.pool())  # type: ignore[arg-type]
             if job.before is not None:
                 job.before()
             attempts = self._run_with_retries(job)

@@ -221,6 +221,8 @@ class ExecutorMonitor:
         # Per running stage, its finished tasks: (job group, executor, ms; inf if outrun).
         self._stage_tasks: dict[tuple[int, int], list[tuple[str | None, str, float]]] = {}
         self._subscribers: list[Subscription] = []
+        # Called (on the monitor's thread) with each executor that was removed or lost.
+        self._on_removed: list[Callable[[str], None]] = []
         self.actions: list[ExecutorAction] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -266,6 +268,11 @@ class ExecutorMonitor:
                 log.debug("executor monitor poll failed", exc_info=True)
 
     # ---- what others call ---------------------------------------------------------------------
+    def on_executor_removed(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(executor id)`` whenever an executor goes (lost, killed, removed)."""
+        with self._lock:
+            self._on_removed.append(callback)
+
     def subscribe(self) -> Subscription:
         sub = Subscription(self)
         with self._lock:
@@ -423,6 +430,8 @@ class ExecutorMonitor:
                 self._settle()
                 if self._health is not None and executor_id not in self._avoided:
                     self._health.forget(executor_id)
+                for callback in list(self._on_removed):
+                    callback(executor_id)
 
     def _slowdowns(self, tasks: list[tuple[str | None, str, float]]) -> None:
         """Each task's time over its stage's median, added to its interval's record."""

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from dstream.clock import Clock
     from dstream.errors import StreamingJobError
     from dstream.scheduler.coordinator import BatchCoordinator
+    from dstream.scheduler.tentative import TentativeController
     from dstream.settings import StreamingSettings
     from dstream.storage.ownership import Lease
     from dstream.streams.graph import DStreamGraph
@@ -181,6 +182,20 @@ class JobScheduler:
         self._stopping = False
         self._generating = threading.Lock()
         self.stats = OverheadStats()
+        # Tentative results while a loss is recovered (dstream.scheduler.tentative).
+        self._tentative: TentativeController | None = None
+        self._recent_work: deque[int] = deque(maxlen=20)
+
+    def attach_tentative(self, controller: TentativeController) -> None:
+        """Tell ``controller`` of every interval generated and completed; its pool (the
+        exact recomputation's, during a recovery) is the one output jobs run in."""
+        self._tentative = controller
+        self._jobs.pool = controller.exact_pool
+
+    def recent_work_ms(self) -> list[int]:
+        """The work time (wall ms) of the last 20 completed intervals."""
+        with self._done:
+            return list(self._recent_work)
 
     # ---- control (any thread) -------------------------------------------------------------
     def post(self, event: SchedulerEvent) -> None:
@@ -453,6 +468,8 @@ class JobScheduler:
         for job in jobs:
             self._jobs.submit(job)
         self.stats.generate_s.append(_time.perf_counter() - began)
+        if self._tentative is not None:
+            self._tentative.interval_generated(time)
         if not jobs:
             self._complete_in_order()
 
@@ -555,7 +572,11 @@ class JobScheduler:
         self._hooks.batch_completed(batch.time, self._position())
         with self._done:
             self._settled = batch.time
+            if batch.info.work_ms:
+                self._recent_work.append(batch.info.work_ms)
             self._done.notify_all()
+        if self._tentative is not None:
+            self._tentative.interval_completed(batch.time)
         self.stats.complete_s.append(_time.perf_counter() - began)
 
     def active(self) -> tuple[list[dict[str, Any]], int]:

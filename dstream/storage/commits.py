@@ -22,14 +22,46 @@ from collections.abc import Callable
 
 from dstream.storage.filesystem import FileSystem, join, publish
 
-__all__ = ["COMMIT_MARKER", "CommitLog", "commit_interval", "interval_path"]
+__all__ = [
+    "COMMIT_MARKER",
+    "TENTATIVE_MARKER",
+    "CommitLog",
+    "commit_interval",
+    "interval_path",
+    "tentative_path",
+    "write_tentative",
+]
 
 COMMIT_MARKER = "_DSTREAM_COMMIT"
+TENTATIVE_MARKER = "_DSTREAM_TENTATIVE"
 
 
 def interval_path(prefix: str, suffix: str | None, time_ms: int) -> str:
     """``prefix-<ms>[.suffix]``, the name pyspark.streaming gives each interval's output."""
     return f"{prefix}-{time_ms}" if not suffix else f"{prefix}-{time_ms}.{suffix}"
+
+
+def tentative_path(prefix: str, suffix: str | None, time_ms: int) -> str:
+    """``prefix.tentative-<ms>[.suffix]``: where an interval's tentative result goes until
+    its exact one is committed (a reader of ``prefix-*`` never sees it)."""
+    return interval_path(f"{prefix}.tentative", suffix, time_ms)
+
+
+def write_tentative(
+    fs: FileSystem, path: str, write: Callable[[str], None], info: dict[str, object]
+) -> None:
+    """Write a tentative result at ``path`` (replacing an earlier one of the interval),
+    with ``info`` (its fidelity) in its ``_DSTREAM_TENTATIVE`` file."""
+    fs.mkdirs(_split(path)[0])
+    marker = json.dumps(info).encode()
+
+    def fill(tmp: str) -> None:
+        write(tmp)
+        fs.write_bytes(join(tmp, TENTATIVE_MARKER), marker)
+
+    if fs.exists(path):
+        fs.delete(path)
+    publish(fs, path, fill, tag="tentative")
 
 
 def _split(path: str) -> tuple[str, str]:

@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeVa
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site
 from dstream.streams.copartitioned import memory_only
+from dstream.streams.fidelity import Loss
+from dstream.streams.tentative import current as current_pass
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
 
     from dstream.streams.graph import DStreamGraph
+    from dstream.streams.tentative import TentativePass
 
 T = TypeVar("T")
 
@@ -175,8 +178,12 @@ class DStreamCore(Generic[T]):
         return time > self._zero_time and (time - self._zero_time).ms % self._slide_duration.ms == 0
 
     def _get_or_compute(self, time: Time) -> RDD[T] | None:
-        """The RDD of ``time``, computed once and then remembered."""
+        """The RDD of ``time``, computed once and then remembered (inside a tentative pass, a
+        stream the failure reaches gets the pass's RDD instead: dstream.streams.tentative)."""
         with self._lock:
+            tentative = current_pass()
+            if tentative is not None and self._id in tentative.affected:
+                return tentative.rdd(self, time)
             if time in self._generated:
                 return self._generated[time]
             if not self._is_time_valid(time):
@@ -188,6 +195,25 @@ class DStreamCore(Generic[T]):
                     rdd.persist(level)
                 self._generated[time] = rdd
             return rdd
+
+    # ---- tentative results (dstream.streams.tentative) ------------------------------------------
+    # How the loss of a tentative RDD follows from its parents' (dstream.streams.fidelity).
+    _loss_rule: ClassVar[str] = "mix"
+
+    def _tentative(self, time: Time, tentative: TentativePass) -> tuple[RDD[T] | None, Loss]:
+        """This stream's RDD of ``time`` in a tentative pass (its parents' are the pass's),
+        and its loss."""
+        from dstream.streams.tentative import combine
+
+        rdd = self._compute(time)
+        if rdd is None:
+            return None, Loss.none(1)
+        parents = [tentative.loss(p, t) for p, t in self._loss_parents(time)]
+        return rdd, combine(self._loss_rule, parents, rdd.getNumPartitions())
+
+    def _loss_parents(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
+        """The parent RDDs whose losses this stream's RDD of ``time`` inherits."""
+        return self._parent_times(time)
 
     def _persist_level(self) -> StorageLevel | None:
         if self._storage_level == STATE:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dstream.streams.base import DStreamCore
 from dstream.streams.quarantine import Quarantine
+from dstream.streams.tentative import TentativeNotes
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class DStreamGraph:
         self.views: object | None = None
         # Records set aside under bad_records="quarantine" (dstream.streams.quarantine).
         self.quarantine = Quarantine(self)
+        # What state merge tasks report for tentative results (dstream.streams.tentative).
+        self.tentative = TentativeNotes(self)
         _graphs[context] = weakref.ref(self)
         self.streams: list[DStreamCore[Any]] = []
         self.inputs: list[InputDStream] = []
@@ -201,6 +204,7 @@ class DStreamGraph:
     def batch_completed(self, time: Time) -> None:
         """Every job of ``time`` finished: let streams react (checkpoints), then forget what
         no window or query needs any more."""
+        self.tentative.harvest(time)
         for stream in self.streams:
             stream._on_batch_completed(time)
         self._clear_metadata(time)

@@ -18,6 +18,7 @@ from dstream.storage.snapshots import decode_manifest, encode_manifest
 from dstream.streams.approximate import Approximation, ApproxSpec, approx_spec
 from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
+from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
 from dstream.streams.state_base import StateStream
 from dstream.tasks import approx_state
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.settings import StreamingSettings
+    from dstream.streams.tentative import Saved, StateChain
 
 __all__ = ["StateDStream", "TaggedEvents", "TrackDStream", "TrackView"]
 
@@ -313,10 +315,17 @@ class StateDStream(StateStream):
             }
         return entry
 
-    def _merge(self, time: Time, state: list[tuple[RDD[Any], int]], times: list[Time]) -> RDD[Any]:
+    def _merge(
+        self,
+        time: Time,
+        state: list[tuple[RDD[Any], int]],
+        times: list[Time],
+        saved: Saved | None = None,
+    ) -> RDD[Any]:
         """State of ``time``: ``state`` (an RDD and its partition count, or nothing) with
         the events of ``times`` folded in, all in the partition count of ``time`` (a state
-        or an interval of another count is regrouped first: a rescale)."""
+        or an interval of another count is regrouped first: a rescale). ``saved``: where a
+        tentative pass reads a lost block back from."""
         events = self._parents[0]
         count = self._schedule.at(time.ms)
         # A split or merge of the state leaves the sibling's keys for the merge to skip (one
@@ -338,7 +347,8 @@ class StateDStream(StateStream):
         if self._approx is not None:
             return self._approximate_merge(union, times)
         quarantine = self._graph.quarantine
-        if not unfiltered and not quarantine.active:
+        wrap = self._merge_input(times, saved)
+        if not unfiltered and not quarantine.active and wrap is None:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
         acc = quarantine.accumulator() if quarantine.active else None
         label, millis, stream = self._label, [u.ms for u in times], self._id
@@ -348,6 +358,8 @@ class StateDStream(StateStream):
                 return partition_of(key, count) == split
 
             notes = None if acc is None else (StateNotes(acc, label, split, stream), millis)
+            if wrap is not None:
+                records = wrap(split, records)
             return merge_update_state(
                 records, update, intervals, own if unfiltered else None, notes
             )
@@ -362,6 +374,30 @@ class StateDStream(StateStream):
 
             previous = surviving(self._internal[time - self._slide_duration])
         return self._merge(time, [(previous, before)], [time])
+
+    def _tentative_step(
+        self, time: Time, previous: RDD[Any], times: list[Time], saved: Saved | None
+    ) -> RDD[Any]:
+        if self._approx is not None:
+            raise NotImplementedError(
+                f"{self._label} restores its own lost partitions (approximateRecovery)"
+            )
+        count = self._schedule.at(time.ms)
+        return self._merge(time, [(previous, count)], times, saved)
+
+    def _tentative_loss(self, time: Time, chain: StateChain) -> Loss:
+        # Every interval since the start is in the state: a lost partition read back from
+        # the checkpoint lacks the intervals after it, up to the last exact state.
+        slide = self._slide_duration.ms
+        rates, lost = [], []
+        for p in range(self._schedule.at(time.ms)):
+            held = self._ledger.since(p, None, time.ms, slide)
+            missing = 0.0
+            if p in chain.missing:
+                missing = self._ledger.since(p, chain.checkpoint_ms, chain.exact_time.ms, slide)
+            rates.append(held)
+            lost.append(min(1.0, missing / held) if held > 0 else float(p in chain.missing))
+        return Loss(tuple(rates), tuple(lost))
 
     def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         times = self._replay_times(time, base_ms)
@@ -480,6 +516,8 @@ class TrackDStream(StateStream):
 
 class TrackView(DStreamCore[Any]):
     """The stream ``track()`` returns: ``(key, state)`` for every live key."""
+
+    _loss_rule = "narrow"
 
     def __init__(self, state: TrackDStream) -> None:
         super().__init__(state._graph, [state], name="track")

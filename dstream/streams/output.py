@@ -41,6 +41,8 @@ class Job:
 class OutputDStream(DStreamCore[Any]):
     """Runs ``fn(time, rdd)`` on the driver for every interval of its parent."""
 
+    _loss_rule = "narrow"
+
     def __init__(
         self,
         parent: DStreamCore[Any],
@@ -48,10 +50,26 @@ class OutputDStream(DStreamCore[Any]):
         *,
         name: str,
         user_functions: tuple[UserFunction, ...] = (),
+        tentative: bool | None = None,
+        tentative_fn: Callable[[Time, RDD[Any]], None] | None = None,
+        priority: int = 1,
     ) -> None:
         super().__init__(parent._graph, [parent], name=name, user_functions=user_functions)
         self._fn = fn
+        # Tentative results while a loss is recovered (dstream.scheduler.tentative): None
+        # follows StreamingSettings.tentative_outputs. tentative_fn delivers one (None: this
+        # output gives none); priority weighs it in the replica budget's plan (PPA's).
+        self._tentative_wanted = tentative
+        self._tentative_fn = tentative_fn
+        self._priority = priority
         self._output_index = self._graph.add_output(self)
+
+    @property
+    def _gives_tentative(self) -> bool:
+        if self._tentative_fn is None:
+            return False
+        wanted = self._tentative_wanted
+        return self._graph.settings.tentative_outputs if wanted is None else wanted
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         return self._parents[0]._get_or_compute(time)
@@ -61,6 +79,9 @@ class OutputDStream(DStreamCore[Any]):
         if rdd is None:
             return None
         fn, label = self._fn, self._label
+        if self._gives_tentative:  # the exact result, as a tentative one is marked
+            rdd.tentative = False  # type: ignore[attr-defined]
+            rdd.fidelity = 1.0  # type: ignore[attr-defined]
 
         def run() -> None:
             try:

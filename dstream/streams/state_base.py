@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time as _time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.functions import UserFunction
@@ -37,10 +37,14 @@ from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import memory_only
 from dstream.streams.rescale import PartitionSchedule, regroup
 from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
+from dstream.streams.tentative import Ledger, Saved, merge_input
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
+
+    from dstream.streams.fidelity import Loss
+    from dstream.streams.tentative import StateChain, TentativePass
 
 __all__ = ["StateStream"]
 
@@ -86,6 +90,8 @@ class StateStream(DStreamCore[Any]):
         "_checkpoint_bytes_total",
         "_wanted_partitions",
         "_unswept",
+        "_ledger",
+        "_replicated",
     )
 
     def _init_transient(self) -> None:
@@ -116,6 +122,11 @@ class StateStream(DStreamCore[Any]):
         # Checkpoint directories may exist that no live checkpoint accounts for (a replay
         # state sweeps them once none is live; see _delete_unused_checkpoints).
         self._unswept = True
+        # The records each partition folded in, per interval (tentative results' rates).
+        self._ledger = Ledger()
+        # Partitions the replica budget gives a second copy in memory (see
+        # dstream.scheduler.replicas): applied to each interval's state from now on.
+        self._replicated: frozenset[int] = frozenset()
 
     # ---- what a state stream implements --------------------------------------------------
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -308,6 +319,10 @@ class StateStream(DStreamCore[Any]):
                 rdd, built_on = self._step(time, previous), self._built_on.get(previous_time)
         self._built_on[time] = built_on
         self._restoring = False
+        if self._replicated:
+            from dstream.streams.surviving import replicating
+
+            rdd = replicating(rdd, self._replicated)
         return rdd
 
     def _replay_times(self, time: Time, base_ms: int | None) -> list[Time] | None:
@@ -469,6 +484,64 @@ class StateStream(DStreamCore[Any]):
             "lastCheckpointBytes": self._checkpoint_bytes,
             "memoryUsedBytes": None if rdd is None else cached_bytes.get(rdd.id()),
         }
+
+    # ---- tentative results (dstream.streams.tentative) ------------------------------------------
+    _loss_rule = "state"
+
+    def _tentative_step(
+        self, time: Time, previous: RDD[Any], times: list[Time], saved: Saved | None
+    ) -> RDD[Any]:
+        """The state of ``time`` from ``previous`` (a state of ``times[0] - slide``) and the
+        input of ``times``; a lost block's record in ``previous`` is read from ``saved``."""
+        raise NotImplementedError(f"{self._label} gives no tentative results")
+
+    def _tentative_loss(self, time: Time, chain: StateChain) -> Loss:
+        """The loss of this state's tentative RDD of ``time``: per partition, the records it
+        holds and the share of them missing (PPA's rate and information loss)."""
+        raise NotImplementedError(f"{self._label} gives no tentative results")
+
+    def _tentative(self, time: Time, tentative: TentativePass) -> tuple[RDD[Any] | None, Loss]:
+        from dstream.streams.surviving import surviving
+
+        chain = tentative.chains[self._id]
+        slide = self._slide_duration
+        newest = chain.newest
+        if chain.recovered and (newest is None or newest[0] <= chain.exact_time or chain.missing):
+            # The lost partitions are cached again: the exact state, and the intervals since.
+            exact = self._state_rdd(chain.exact_time)
+            if exact is None:
+                return None, Loss.none(1)
+            times = [
+                chain.exact_time + slide * (i + 1)
+                for i in range((time - chain.exact_time).ms // slide.ms)
+            ]
+            previous, saved = surviving(exact), None
+            chain.missing = {}
+        elif newest is not None and newest[0] == time - slide:
+            previous, saved, times = newest[1], None, [time]
+        else:
+            exact = self._state_rdd(chain.exact_time)
+            if exact is None or chain.exact_time != time - slide:
+                return None, Loss.none(1)
+            previous = surviving(exact, chain.lost)
+            directory = (
+                None if chain.checkpoint_ms is None else self._checkpoint_dir(chain.checkpoint_ms)
+            )
+            saved, times = Saved(self._files, directory), [time]
+        rdd = self._tentative_step(time, previous, times, saved)
+        rdd.persist(memory_only())
+        tentative.persisted.append(rdd)
+        if newest is not None:
+            tentative.superseded.append(newest[1])
+        chain.newest = (time, rdd)
+        return rdd, self._tentative_loss(time, chain)
+
+    def _merge_input(
+        self, times: list[Time], saved: Saved | None = None
+    ) -> Callable[[int, Iterable[Any]], Iterable[Any]] | None:
+        notes = self._graph.tentative
+        acc = notes.accumulator() if notes.active and saved is None else None
+        return merge_input(acc, self._id, [u.ms for u in times], saved)
 
     # ---- what the metadata journal records -----------------------------------------------
     def _shape(self) -> dict[str, Any]:

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordsDStream", "TransformedDStream", "UnionDStream"]
 
+# Operators whose output record needs a record of every parent (PPA's correlated-input
+# operators), and those that map partition i to partition i.
+CORRELATED = frozenset({"join", "leftOuterJoin", "rightOuterJoin", "fullOuterJoin", "cogroup"})
+NARROW = frozenset({"mapPartitions", "mapPartitionsWithIndex", "glom"})
+
 
 class TransformedDStream(DStreamCore[Any]):
     def __init__(
@@ -44,6 +49,18 @@ class TransformedDStream(DStreamCore[Any]):
         # A user function called here, on the driver (transform, transformWith): its errors
         # are reported with this operator's name.
         self._driver_function = driver_function
+
+    # Set by an operator that knows it maps partition i to partition i (a window state's
+    # view, a filter after it), which its name alone does not say.
+    _narrow = False
+
+    @property
+    def _loss_rule(self) -> str:  # type: ignore[override]
+        if self._narrow:
+            return "narrow"
+        if self._operator in CORRELATED:
+            return "correlated"
+        return "narrow" if self._operator in NARROW else "mix"
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdds = []
@@ -90,6 +107,7 @@ class RecordsDStream(DStreamCore[Any]):
     (:mod:`dstream.tasks.quarantine`)."""
 
     KINDS = ("map", "flatMap", "filter", "mapValues", "flatMapValues")
+    _loss_rule = "narrow"
 
     def __init__(
         self, parent: DStreamCore[Any], kind: str, uf: UserFunction, preserves: bool
@@ -118,6 +136,8 @@ class RecordsDStream(DStreamCore[Any]):
 
 
 class UnionDStream(DStreamCore[Any]):
+    _loss_rule = "union"
+
     def __init__(self, parents: Sequence[DStreamCore[Any]], *, name: str = "union") -> None:
         if not parents:
             raise ValueError("union() needs at least one stream; pass the streams to combine")

@@ -24,6 +24,7 @@ from dstream.streams.copartitioned import (
     partition_by,
     sectioned_union,
 )
+from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import partition_of, regroup_partitions
 from dstream.streams.state_base import StateStream
 from dstream.streams.window_spec import WindowSpec, entering, window_times
@@ -32,6 +33,8 @@ from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
+
+    from dstream.streams.tentative import Saved, StateChain
 
 __all__ = ["ReducedWindowedDStream", "WindowedDStream"]
 
@@ -52,6 +55,11 @@ class WindowedDStream(DStreamCore[Any]):
 
     def _parent_remember_duration(self) -> Duration | None:
         return (self._remember_duration or self._spec.slide) + self._spec.window
+
+    def _loss_parents(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
+        assert self._zero_time is not None
+        parent = self._parents[0]
+        return [(parent, u) for u in window_times(time, self._spec, self._zero_time)]
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         assert self._zero_time is not None
@@ -158,10 +166,16 @@ class ReducedWindowedDStream(StateStream):
         return regroup_partitions(self._graph.sc, rdd, have, count, build)
 
     def _fold(
-        self, time: Time, state: RDD[Any] | None, times: list[Time], base_ms: int | None = None
+        self,
+        time: Time,
+        state: RDD[Any] | None,
+        times: list[Time],
+        base_ms: int | None = None,
+        saved: Saved | None = None,
     ) -> RDD[Any]:
         """State of ``time``: ``state`` (or, with ``base_ms``, the checkpoint of that interval,
-        read by the fold's own pass; or nothing) with the parent's ``times`` folded in."""
+        read by the fold's own pass; or nothing) with the parent's ``times`` folded in.
+        ``saved``: where a tentative pass reads a lost block of ``state`` back from."""
         count = self._schedule.at(time.ms)
         if base_ms is not None and self._schedule.at(base_ms) != count:
             # A checkpoint from before a rescale: read at its count, then regrouped.
@@ -176,17 +190,47 @@ class ReducedWindowedDStream(StateStream):
         union = sectioned_union(self._graph.runtime.marks, count, groups)
         func, inv = self._func, self._inv
         times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
-        if base_ms is None:
+        wrap = self._merge_input(times, saved)
+        if base_ms is None and wrap is None:
             return union.mapPartitions(
                 lambda it: fold_window(it, func, inv, times_ms, keep_after_ms), True
             )
-        directory, files = self._checkpoint_dir(base_ms), self._files
+        directory = None if base_ms is None else self._checkpoint_dir(base_ms)
+        files = self._files
 
-        def from_checkpoint(i: int, it: Iterable[Any]) -> Iterable[Any]:
-            saved = read_partition(files, partition_path(directory, i))
-            return fold_window(it, func, inv, times_ms, keep_after_ms, saved)
+        def fold_partition(i: int, it: Iterable[Any]) -> Iterable[Any]:
+            if wrap is not None:
+                it = wrap(i, it)
+            base = (
+                None if directory is None else read_partition(files, partition_path(directory, i))
+            )
+            return fold_window(it, func, inv, times_ms, keep_after_ms, base)
 
-        return union.mapPartitionsWithIndex(from_checkpoint, True)
+        return union.mapPartitionsWithIndex(fold_partition, True)
+
+    def _tentative_step(
+        self, time: Time, previous: RDD[Any], times: list[Time], saved: Saved | None
+    ) -> RDD[Any]:
+        return self._fold(time, previous, times, saved=saved)
+
+    def _tentative_loss(self, time: Time, chain: StateChain) -> Loss:
+        # The window holds its last intervals; a lost partition read back from the
+        # checkpoint lacks those after the checkpoint up to the last exact state (read as
+        # empty: every one before that).
+        assert self._zero_time is not None
+        inside = [u.ms for u in window_times(time, self._spec, self._zero_time)]
+        since = -1 if chain.checkpoint_ms is None else chain.checkpoint_ms
+        rates, lost = [], []
+        for p in range(self._schedule.at(time.ms)):
+            held = sum(self._ledger.rate(u, p) for u in inside)
+            missing = 0.0
+            if p in chain.missing:
+                missing = sum(
+                    self._ledger.rate(u, p) for u in inside if since < u <= chain.exact_time.ms
+                )
+            rates.append(held)
+            lost.append(min(1.0, missing / held) if held > 0 else float(p in chain.missing))
+        return Loss(tuple(rates), tuple(lost))
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         assert self._zero_time is not None

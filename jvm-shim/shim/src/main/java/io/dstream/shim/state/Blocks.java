@@ -65,4 +65,12 @@ public final class Blocks {
     }
     return out.toString();
   }
+
+  /**
+   * Called from Python (tests and benchmarks): forget block {@code partition} of RDD {@code
+   * source} everywhere, as the death of the executors holding it would.
+   */
+  public static void drop(int source, int partition) {
+    master().removeBlock(new RDDBlockId(source, partition));
+  }
 }

@@ -1,0 +1,476 @@
+"""Tentative, then exact: answers while a lost executor's state is recomputed (PPA's tentative
+outputs and partially active replication, its Sec. 3-6, on D-Streams).
+
+When an executor goes, the :class:`TentativeController` (on a thread of its own) asks the
+block manager master which partitions of each state's newest exact interval are gone. If the
+recomputation will take longer than an interval (the lineage since the state's checkpoint
+times the recent interval cost, for the share lost), a *recovery episode* starts:
+
+- every interval not completed yet gets a tentative result of each output the loss reaches
+  (``StreamingSettings(tentative_outputs=True)`` or ``tentative=True``): computed by a
+  :class:`~dstream.streams.tentative.TentativePass` from what survived, its fidelity (PPA's
+  Eq. 4) in the RDD handed to the output and in ``onTentativeOutput``; later tentative states
+  build on earlier ones, so each costs one interval's work;
+- those jobs run in the fair-scheduler pool ``dstream-tentative`` (weight 10), the exact
+  recomputation in ``dstream-exact`` (weight 1), so the tentative results keep the stream's
+  pace while the exact ones catch up (the SparkContext needs ``spark.scheduler.mode=FAIR``);
+- the lost partitions are recomputed in the planner's priority order (the states that carry
+  the most priority-weighted fidelity first), and a state whose lost partitions are back
+  feeds later tentative results exactly (PPA's incremental recovery);
+- the exact results are delivered and committed once each, as ever; the episode ends when
+  the exact outputs have caught up.
+
+With ``replica_budget_mb`` the controller also plans, every :data:`PLAN_EVERY` intervals,
+which state partitions get a second in-memory copy (:mod:`dstream.scheduler.replicas`): a
+partition with a copy is not lost with its executor, for the tentative and the exact path.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import statistics
+import threading
+import time as _time
+from typing import TYPE_CHECKING, Any
+
+from dstream.listener import TentativeOutputInfo
+from dstream.scheduler.replicas import Candidate, plan
+from dstream.streams.fidelity import output_fidelity
+from dstream.streams.keyed_state import StateDStream
+from dstream.streams.tentative import StateChain, TentativePass
+from dstream.streams.windowed import ReducedWindowedDStream
+from dstream.time import Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD, SparkContext
+
+    from dstream.clock import Clock
+    from dstream.listener import ListenerBus
+    from dstream.scheduler.scheduler import JobScheduler
+    from dstream.streams.base import DStreamCore
+    from dstream.streams.graph import DStreamGraph
+    from dstream.streams.output import OutputDStream
+    from dstream.streams.state_base import StateStream
+
+__all__ = ["EXACT_POOL", "PLAN_EVERY", "TENTATIVE_POOL", "TentativeController"]
+
+log = logging.getLogger(__name__)
+
+TENTATIVE_POOL, EXACT_POOL = "dstream-tentative", "dstream-exact"
+PLAN_EVERY = 5  # intervals between two replica plans
+# How long after an executor's loss the block manager master may still list its blocks.
+_SETTLE_S, _SETTLE_TRIES = 0.2, 15
+
+
+class TentativeController:
+    def __init__(
+        self,
+        graph: DStreamGraph,
+        sc: SparkContext,
+        *,
+        clock: Clock,
+        bus: ListenerBus,
+        group_prefix: str,
+    ) -> None:
+        self._graph = graph
+        self._sc = sc
+        self._clock = clock
+        self._bus = bus
+        self._prefix = group_prefix
+        self._settings = graph.settings
+        self._scheduler: JobScheduler | None = None
+        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._fair = False
+        # The episode: per state its chain, the streams the loss reaches, pins to release.
+        self._chains: dict[int, StateChain] = {}
+        self._affected: set[int] = set()
+        self._pins: list[tuple[DStreamCore[Any], Time]] = []
+        self._emitted: set[int] = set()
+        self._completed: set[int] = set()
+        self._recovering = threading.Event()
+        self._since_plan = 0
+        self.episodes = 0
+        self.delivered: list[TentativeOutputInfo] = []  # the newest 1000 (tests, the shell)
+
+    # ---- lifecycle and hooks (any thread) -----------------------------------------------------
+    @property
+    def recovering(self) -> bool:
+        """A recovery episode is on: the exact jobs run in the low-weight pool."""
+        return self._recovering.is_set()
+
+    def exact_pool(self) -> str | None:
+        return EXACT_POOL if self._fair and self.recovering else None
+
+    def start(self, scheduler: JobScheduler) -> None:
+        from dstream.streams.surviving import ensure_pool
+
+        self._scheduler = scheduler
+        if any(o._gives_tentative for o in self._graph.outputs):
+            self._graph.tentative.active = True
+            self._fair = ensure_pool(self._sc, TENTATIVE_POOL, 10, 1)
+            ensure_pool(self._sc, EXACT_POOL, 1, 0)
+            if not self._fair:
+                log.warning(
+                    "tentative outputs: the SparkContext schedules its jobs FIFO, so a "
+                    "tentative result waits behind the recomputation it stands in for; start "
+                    "it with spark.scheduler.mode=FAIR"
+                )
+        self._thread = threading.Thread(target=self._run, name="dstream-tentative", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._events.put(("stop", None))
+        if self._thread is not None:
+            self._thread.join()
+        self._end_episode()
+
+    def executor_lost(self, executor_id: str) -> None:
+        self._events.put(("lost", executor_id))
+
+    def interval_generated(self, time: Time) -> None:
+        self._events.put(("generated", time))
+
+    def interval_completed(self, time: Time) -> None:
+        self._events.put(("completed", time))
+
+    # ---- the thread ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            kind, value = self._events.get()
+            if kind == "stop":
+                return
+            try:
+                if kind == "lost":
+                    self._on_lost(value)
+                elif kind == "generated" and self._chains:
+                    self._emit(value)
+                elif kind == "completed":
+                    self._on_completed(value)
+            except Exception:
+                log.exception("tentative outputs: handling %s %s failed", kind, value)
+
+    # ---- which states and outputs -------------------------------------------------------------
+    def _downstream(self, roots: set[int]) -> set[int]:
+        children: dict[int, list[int]] = {}
+        for s in self._graph.streams:
+            for p in s._parents:
+                children.setdefault(p._id, []).append(s._id)
+        seen, todo = set(roots), list(roots)
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        return seen
+
+    def _tentative_outputs(self) -> list[OutputDStream]:
+        return [o for o in self._graph.outputs if o._gives_tentative]
+
+    def _capable(self, state: StateStream) -> bool:
+        """States a tentative pass can compute (lineage-recovered keyed states and windows)."""
+        if isinstance(state, StateDStream):
+            return state._approx is None
+        return isinstance(state, ReducedWindowedDStream)
+
+    def _states(self) -> list[StateStream]:
+        from dstream.streams.state_base import StateStream
+
+        return [s for s in self._graph.streams if isinstance(s, StateStream) and self._capable(s)]
+
+    # ---- a loss -------------------------------------------------------------------------------
+    def _lost_partitions(self, state: StateStream) -> tuple[Time, frozenset[int]] | None:
+        from dstream.streams.surviving import copies
+
+        try:
+            exact_time = state._latest_time()
+        except Exception:
+            return None  # no interval completed yet
+        rdd = state._state_rdd(exact_time)
+        if rdd is None:
+            return None
+        held = copies(rdd)
+        return exact_time, frozenset(p for p, n in enumerate(held) if n == 0)
+
+    def _on_lost(self, executor: str) -> None:
+        outputs = self._tentative_outputs()
+        if not outputs:
+            return
+        found: dict[int, tuple[Time, frozenset[int]]] = {}
+        for _ in range(_SETTLE_TRIES):  # the master forgets the executor's blocks soon after
+            for state in self._states():
+                held = self._lost_partitions(state)
+                if held is not None and held[1]:
+                    found[state._id] = held
+            if found:
+                break
+            _time.sleep(_SETTLE_S)
+        if not found:
+            log.info("tentative outputs: executor %s held no state that is lost", executor)
+            return
+        if self._chains:  # a loss during an episode: what the chains started from lost more
+            for sid, (_t, more) in found.items():
+                chain = self._chains.get(sid)
+                if chain is not None and more - chain.lost:
+                    chain.lost = chain.lost | more
+                    chain.missing.update({p: [] for p in more})
+                    chain.recovered = False
+            return
+        estimate = self._estimate(found)
+        batch = self._graph.batch_duration.total_seconds()
+        if estimate < batch:
+            log.info(
+                "tentative outputs: executor %s lost state, recomputed in ~%.2f s (under an "
+                "interval): no tentative results",
+                executor,
+                estimate,
+            )
+            return
+        self._begin(found, outputs, executor, estimate)
+
+    def _estimate(self, found: dict[int, tuple[Time, frozenset[int]]]) -> float:
+        """Seconds to recompute what was lost: each lost state's lineage since its
+        checkpoint, at the recent cost of an interval, for the share of partitions lost."""
+        assert self._scheduler is not None
+        recent = self._scheduler.recent_work_ms()
+        per_interval = (statistics.median(recent) / 1000) if recent else 1.0
+        by_id = {s._id: s for s in self._states()}
+        worst = 0.0
+        for sid, (exact_time, lost) in found.items():
+            state = by_id[sid]
+            since = state._published_ms
+            depth = (
+                exact_time.ms - (since if since is not None else 0)
+            ) // state._slide_duration.ms
+            share = len(lost) / max(1, state._partitions_at(exact_time))
+            worst = max(worst, depth * per_interval * share)
+        return worst
+
+    def _begin(
+        self,
+        found: dict[int, tuple[Time, frozenset[int]]],
+        outputs: list[OutputDStream],
+        executor: str,
+        estimate: float,
+    ) -> None:
+        by_id = {s._id: s for s in self._graph.streams}
+        affected = self._downstream(set(found))
+        chains: dict[int, StateChain] = {}
+        with self._graph.lock:
+            for state in self._states():
+                if state._id not in affected:
+                    continue
+                exact_time, lost = found.get(state._id) or (state._latest_time(), frozenset())
+                chains[state._id] = StateChain(
+                    exact_time, lost, state._published_ms, {p: [] for p in lost}
+                )
+                state._pins[exact_time] += 1  # the episode reads its blocks: not forgotten
+                self._pins.append((state, exact_time))
+            # A stream downstream of a loss that a tentative pass cannot compute (track(),
+            # an approximately recovered state): the outputs behind it wait for the exact.
+            blocked = {
+                s._id
+                for s in self._graph.streams
+                if s._id in affected and s._is_state and s._id not in chains
+            }
+            self._affected = affected - self._downstream(blocked)
+        self._chains = chains
+        self._emitted, self._completed = set(), set()
+        self._recovering.set()
+        self.episodes += 1
+        lost_text = ", ".join(f"{by_id[s]._label}: {sorted(lo)}" for s, (_t, lo) in found.items())
+        log.warning(
+            "tentative outputs: executor %s lost state partitions (%s), ~%.1f s to recompute: "
+            "tentative results until the exact ones catch up",
+            executor,
+            lost_text,
+            estimate,
+        )
+        threading.Thread(
+            target=self._recover, args=(dict(found),), name="dstream-recovery", daemon=True
+        ).start()
+        assert self._scheduler is not None
+        for time in self._scheduler.pending():
+            self._emit(time)
+
+    def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:
+        """Recompute the lost partitions, the states carrying the most weighted fidelity
+        first; a state that is back feeds later tentative results exactly."""
+        by_id = {s._id: s for s in self._states()}
+        weights = self._weights()
+        order = sorted(found, key=lambda sid: -weights.get(sid, 0.0))
+        _pool(self._sc, EXACT_POOL if self._fair else None)
+        for sid in order:
+            exact_time, lost = found[sid]
+            state = by_id[sid]
+            rdd = state._state_rdd(exact_time)
+            chain = self._chains.get(sid)
+            if rdd is None or chain is None:
+                continue
+            self._sc.setJobGroup(
+                f"{self._prefix}-recovery-{exact_time.ms}",
+                f"dstream recovery of {state._label} at {exact_time}",
+            )
+            try:
+                self._sc.runJob(rdd, lambda records: [], sorted(lost))
+            except Exception as exc:  # the exact pipeline recomputes it anyway
+                log.info("tentative outputs: recovering %s failed: %s", state._label, exc)
+                continue
+            chain.recovered = True
+            log.info("tentative outputs: %s recovered its lost partitions", state._label)
+
+    # ---- one interval's tentative results -----------------------------------------------------
+    def _emit(self, time: Time) -> None:
+        if time.ms in self._emitted or time.ms in self._completed:
+            return
+        assert self._scheduler is not None
+        if time not in self._scheduler.pending():
+            return
+        self._emitted.add(time.ms)
+        outputs = [o for o in self._tentative_outputs() if o._id in self._affected]
+        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
+        with self._graph.lock:
+            tentative = TentativePass(self._graph, time, self._affected, self._chains)
+            with tentative:
+                for out in outputs:
+                    try:
+                        rdd = tentative.rdd(out, time)
+                        fidelity = output_fidelity(tentative.loss(out, time))
+                    except Exception as exc:
+                        log.warning("tentative result of %s at %s: %s", out._label, time, exc)
+                        continue
+                    if rdd is not None:
+                        prepared.append((out, rdd, fidelity, self._lost_of(out)))
+        _pool(self._sc, TENTATIVE_POOL if self._fair else None)
+        self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
+        for out, rdd, fidelity, lost in prepared:
+            view = _marked(rdd, time, fidelity)
+            try:
+                assert out._tentative_fn is not None
+                out._tentative_fn(time, view)
+            except Exception as exc:
+                log.warning("tentative result of %s at %s failed: %s", out._label, time, exc)
+                continue
+            now = self._clock.now().ms
+            info = TentativeOutputInfo(
+                time,
+                out._output_index,
+                out._label,
+                fidelity,
+                lost,
+                int(_time.time() * 1000),
+                now - time.ms,
+                out._priority,
+            )
+            self.delivered = [*self.delivered[-999:], info]
+            self._bus.post("onTentativeOutput", info)
+        for older in tentative.superseded:  # read by this interval's results, not again
+            older.unpersist(blocking=False)
+
+    def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
+        by_id = {s._id: s for s in self._graph.streams}
+        upstream = {p._id for p in _ancestors(out)}
+        return {
+            by_id[sid]._user_name or by_id[sid]._label: sorted(c.lost)
+            for sid, c in self._chains.items()
+            if sid in upstream and c.lost and not c.recovered
+        }
+
+    # ---- the exact pipeline -------------------------------------------------------------------
+    def _on_completed(self, time: Time) -> None:
+        self._since_plan += 1
+        if self._since_plan >= PLAN_EVERY and self._settings.replica_budget_mb > 0:
+            self._since_plan = 0
+            self._plan_replicas()
+        if not self._chains:
+            return
+        self._completed.add(time.ms)
+        assert self._scheduler is not None
+        pending = self._scheduler.pending()
+        # Caught up: everything that got a tentative result is exact, and at most one
+        # interval is waiting.
+        if all(ms in self._completed for ms in self._emitted) and len(pending) <= 1:
+            self._end_episode()
+            log.info("tentative outputs: the exact results caught up at %s", time)
+
+    def _end_episode(self) -> None:
+        with self._graph.lock:
+            for stream, t in self._pins:
+                stream._unpin(t)
+            self._pins = []
+            for chain in self._chains.values():
+                if chain.newest is not None:
+                    chain.newest[1].unpersist(blocking=False)
+            self._chains, self._affected = {}, set()
+        self._recovering.clear()
+
+    # ---- the replica budget -------------------------------------------------------------------
+    def _weights(self) -> dict[int, float]:
+        """Each state's weight: the priorities of the tentative outputs it reaches."""
+        weights: dict[int, float] = {}
+        for out in self._tentative_outputs():
+            priority = out._priority if self._settings.replica_priorities else 1
+            for stream in _ancestors(out):
+                if stream._is_state:
+                    weights[stream._id] = weights.get(stream._id, 0.0) + priority
+        return weights
+
+    def _plan_replicas(self) -> None:
+        from dstream.streams.surviving import sizes
+
+        weights = self._weights()
+        candidates: list[Candidate] = []
+        for state in self._states():
+            if state._id not in weights:
+                continue
+            try:
+                newest = state._latest_time()
+            except Exception:
+                continue
+            rdd = state._state_rdd(newest)
+            if rdd is None:
+                continue
+            size = sizes(rdd)
+            rates = [state._ledger.rate(newest.ms, p) for p in range(len(size))]
+            total = sum(rates) or 1.0
+            candidates += [
+                Candidate(state._id, p, size[p], weights[state._id] * rates[p] / total)
+                for p in range(len(size))
+            ]
+        chosen = plan(candidates, int(self._settings.replica_budget_mb * 1024 * 1024))
+        for state in self._states():
+            state._replicated = frozenset(chosen.get(state._id, ()))
+        log.info(
+            "replica budget: %s",
+            {s._label: sorted(s._replicated) for s in self._states() if s._replicated},
+        )
+
+
+def _pool(sc: SparkContext, name: str | None) -> None:
+    """Run this thread's next jobs in the fair-scheduler pool ``name`` (None: the default)."""
+    sc.setLocalProperty("spark.scheduler.pool", name)  # type: ignore[arg-type]
+
+
+def _ancestors(stream: DStreamCore[Any]) -> list[DStreamCore[Any]]:
+    seen: dict[int, DStreamCore[Any]] = {}
+    todo = [stream]
+    while todo:
+        s = todo.pop()
+        for p in s._parents:
+            if p._id not in seen:
+                seen[p._id] = p
+                todo.append(p)
+    return list(seen.values())
+
+
+def _marked(rdd: RDD[Any], time: Time, fidelity: float) -> RDD[Any]:
+    """A new RDD object over ``rdd``'s data, marked as a tentative result."""
+    from pyspark import RDD
+
+    view: RDD[Any] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
+    view.partitioner = rdd.partitioner
+    view.tentative = True  # type: ignore[attr-defined]
+    view.fidelity = fidelity  # type: ignore[attr-defined]
+    view.interval = time  # type: ignore[attr-defined]
+    return view

@@ -1,0 +1,164 @@
+"""Tentative, then exact, on the session's local[2] context and a ManualClock: a program with
+a running total (updateStateByKey) and a 3 s window with an inverse, both checkpointed at
+4 s, loses partition 0 of both states after interval 6 (its blocks removed from the block
+manager, as an executor's death leaves them); the next interval gets a tentative result of
+each output, computed from what survived with the lost partition read back from the
+checkpoint, whose values and fidelity are exactly what PPA's model says, and then the exact
+result as ever. tests/cluster/test_tentative.py kills workers for real.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from operator import add, sub
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
+from dstream.jvm import invoke_static, shim_class
+from dstream.scheduler.engine import engine_of
+from dstream.scheduler.tentative import TentativeController
+from dstream.streams.keyed_state import StateDStream
+
+T0 = 1_700_000_000_000
+B = 1000
+WORDS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen", "ibis", "jay"]
+
+
+def words_of(i: int) -> list[str]:
+    return [WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(4 + i % 5)]
+
+
+def put(in_dir: Path, i: int) -> None:
+    hidden = in_dir / f".f{i:02d}"
+    hidden.write_text(" ".join(words_of(i)) + "\n")
+    mtime = (T0 + (i - 1) * B + 500) * 1_000_000
+    os.utime(hidden, ns=(mtime, mtime))
+    hidden.rename(in_dir / f"f{i:02d}.txt")
+
+
+def counts(first: int, last: int) -> Counter[str]:
+    return Counter(w for i in range(first, last + 1) for w in words_of(i))
+
+
+class Collect:
+    """One output's results: tentative ones (with their fidelity) and exact ones. The exact
+    result of an interval waits until its tentative one arrived (the exact pipeline here is
+    quick: a local[2] recomputation), so the order is the one a slow recovery gives."""
+
+    def __init__(self) -> None:
+        self.tentative: dict[int, tuple[dict[str, int], float]] = {}
+        self.exact: dict[int, dict[str, int]] = {}
+        self.waits: dict[int, threading.Event] = {}
+
+    def __call__(self, time: Time, rdd: Any) -> None:
+        got = dict(rdd.collect())
+        if rdd.tentative:
+            self.tentative[time.ms] = (got, rdd.fidelity)
+            self.waits.setdefault(time.ms, threading.Event()).set()
+        else:
+            if time.ms in self.waits:
+                assert self.waits[time.ms].wait(60), "no tentative result came"
+            self.exact[time.ms] = got
+
+
+def lose_partition(sc: Any, rdd: Any, partition: int) -> None:
+    blocks = shim_class(sc, "io.dstream.shim.state.Blocks")
+    invoke_static(sc, blocks, "drop", ("int", rdd.id()), ("int", partition))
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Path:
+    (tmp_path / "in").mkdir()
+    for i in range(1, 9):
+        put(tmp_path / "in", i)
+    return tmp_path
+
+
+def test_a_lost_partition_gives_a_tentative_result_then_the_exact_one(
+    sc: Any, place: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The recomputation on local[2] is quick; treat it as longer than an interval.
+    monkeypatch.setattr(TentativeController, "_estimate", lambda self, found: 10.0)
+    clock = ManualClock(T0)
+    ssc = StreamingContext(sc, Duration(B), clock=clock)
+    ssc.checkpoint(str(place / "ckpt"))
+    pairs = ssc.textFileStream(str(place / "in")).flatMap(str.split).map(lambda w: (w, 1))
+    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 2).checkpoint(4)
+    window = pairs.reduceByKeyAndWindow(add, sub, 3, 1, 2).checkpoint(4)
+    got_totals, got_window = Collect(), Collect()
+    totals.foreachRDD(got_totals, tentative=True, priority=2)
+    window.foreachRDD(got_window, tentative=True)
+    delivered: list[Any] = []
+
+    class Tentatives(StreamingListener):
+        def onTentativeOutput(self, tentative: Any) -> None:
+            delivered.append(tentative)
+
+    ssc.addStreamingListener(Tentatives())
+    ssc.start()
+    try:
+        for i in range(1, 7):
+            clock.advance(B)
+            assert ssc.wait_for_batch(Time(T0 + i * B), 60)
+        engine = engine_of(ssc)
+        engine.checkpointer.wait_idle(60)
+        states = {type(s): s for s in engine.graph.streams if s._is_state}
+        assert {s._published_ms for s in states.values()} == {T0 + 4 * B}
+        six = Time(T0 + 6 * B)
+        # Which words partition 0 holds (the workers' string hashing, not this process's).
+        holds = (
+            states[StateDStream]
+            ._state_rdd(six)
+            .mapPartitionsWithIndex(lambda i, records: [k for k, _ in records] if i == 0 else [])
+        )
+        lost = set(holds.collect())
+        for state in states.values():
+            lose_partition(sc, state._state_rdd(six), 0)
+        assert engine.tentative is not None
+        engine.tentative.executor_lost("a lost executor")
+        for i in (7, 8):
+            clock.advance(B)
+            assert ssc.wait_for_batch(Time(T0 + i * B), 60)
+        ssc.awaitTerminationOrTimeout(0)
+        controller = engine.tentative
+    finally:
+        ssc.stop(stopSparkContext=False)
+
+    seven = T0 + 7 * B
+    assert lost and set(WORDS) - lost
+    # The running total: partition 0 read back from the checkpoint at 4, interval 7 added.
+    want = {w: n for w, n in counts(1, 7).items() if w not in lost}
+    want |= {w: n for w, n in (counts(1, 4) + counts(7, 7)).items() if w in lost}
+    tentative, fidelity = got_totals.tentative[seven]
+    assert tentative == want
+    missing = sum(n for w, n in counts(5, 6).items() if w in lost)
+    assert fidelity == pytest.approx(1 - missing / sum(counts(1, 7).values()), abs=0.02)
+    # Measured accuracy (the share of the exact counts the tentative ones hold) ~ fidelity.
+    accuracy = sum(min(tentative.get(w, 0), n) for w, n in counts(1, 7).items()) / sum(
+        counts(1, 7).values()
+    )
+    assert abs(accuracy - fidelity) <= 0.02
+    # The window of 5-7: partition 0 from the checkpoint's window (2-4, all of it evicted
+    # at 7) plus interval 7: intervals 5 and 6 missing.
+    want_window = {w: n for w, n in counts(5, 7).items() if w not in lost}
+    want_window |= {w: n for w, n in counts(7, 7).items() if w in lost}
+    window_tentative, window_fidelity = got_window.tentative[seven]
+    assert window_tentative == want_window
+    missing_window = sum(n for w, n in counts(5, 6).items() if w in lost)
+    assert window_fidelity == pytest.approx(
+        1 - missing_window / sum(counts(5, 7).values()), abs=0.02
+    )
+    # Then the exact results, as without the loss.
+    assert got_totals.exact[seven] == dict(counts(1, 7))
+    assert got_window.exact[seven] == dict(counts(5, 7))
+    assert got_totals.exact[seven + B] == dict(counts(1, 8))
+    # The listener heard each tentative result, with its fidelity and what it lacked.
+    seen = {(d.batch_time.ms, d.priority): d for d in delivered}
+    assert seen[(seven, 2)].fidelity == fidelity
+    assert seen[(seven, 2)].lost_partitions and controller.episodes == 1
+    assert not controller.recovering  # the exact results caught up: the episode ended
