@@ -371,8 +371,14 @@ class Engine:
         what = "tentative outputs" if wanted else "settings.replica_budget_mb"
         if self.monitor is None:
             raise ShimMissingError(SHIM_JAR, needed_by=what)
+        monitor = self.monitor
         controller = TentativeController(
-            graph, self.sc, clock=self.clock, bus=self.bus, group_prefix=self.job_group_prefix
+            graph,
+            self.sc,
+            clock=self.clock,
+            bus=self.bus,
+            group_prefix=self.job_group_prefix,
+            capacity=lambda: monitor.capacity,
         )
         scheduler.attach_tentative(controller)
         self.monitor.on_executor_removed(controller.executor_lost)

@@ -295,6 +295,12 @@ class ExecutorMonitor:
             return self._intervals.get(time.ms)
 
     @property
+    def capacity(self) -> tuple[int, int]:
+        """(executors alive now, the most there have been)."""
+        with self._lock:
+            return len(self._hosts), self._most_executors
+
+    @property
     def live_executors(self) -> dict[str, str]:
         """Executor id -> host, as the driver's listener bus last reported."""
         with self._lock:

@@ -32,6 +32,7 @@ import queue
 import statistics
 import threading
 import time as _time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
@@ -72,8 +73,11 @@ class TentativeController:
         clock: Clock,
         bus: ListenerBus,
         group_prefix: str,
+        capacity: Callable[[], tuple[int, int]] = lambda: (1, 1),
     ) -> None:
         self._graph = graph
+        # (executors alive, the most there have been): a loss leaves fewer to recompute on.
+        self._capacity = capacity
         self._sc = sc
         self._clock = clock
         self._bus = bus
@@ -144,6 +148,8 @@ class TentativeController:
             try:
                 if kind == "lost":
                     self._on_lost(value)
+                elif kind == "late":
+                    self._on_late(*value)
                 elif kind == "generated" and self._chains:
                     self._emit(value)
                 elif kind == "completed":
@@ -220,29 +226,62 @@ class TentativeController:
         estimate = self._estimate(found)
         batch = self._graph.batch_duration.total_seconds()
         if estimate < batch:
+            # Likely quick; if the interval after the lost state is not done one interval
+            # from now, it was not (a replacement executor to start, stages to resubmit).
+            assert self._scheduler is not None
+            done = self._scheduler.completed_upto
             log.info(
                 "tentative outputs: executor %s lost state, recomputed in ~%.2f s (under an "
-                "interval): no tentative results",
+                "interval): tentative results only if it is not done in %.1f s",
                 executor,
                 estimate,
+                batch,
             )
+            timer = threading.Timer(batch, self._events.put, [("late", (executor, found, done))])
+            timer.daemon = True
+            timer.start()
             return
         self._begin(found, outputs, executor, estimate)
 
+    def _on_late(self, executor: str, found: dict[int, Any], done: Time | None) -> None:
+        """One interval after a loss judged quick: begin if nothing completed since and the
+        lost partitions are still lost."""
+        from dstream.streams.surviving import copies
+
+        assert self._scheduler is not None
+        if self._chains or self._scheduler.completed_upto != done:
+            return
+        by_id = {s._id: s for s in self._states()}
+        still: dict[int, tuple[Time, frozenset[int]]] = {}
+        for sid, (exact_time, lost) in found.items():
+            rdd = by_id[sid]._state_rdd(exact_time)
+            if rdd is not None:
+                held = copies(rdd)
+                gone = frozenset(p for p in lost if held[p] == 0)
+                if gone:
+                    still[sid] = (exact_time, gone)
+        outputs = self._tentative_outputs()
+        if still and outputs:
+            self._begin(still, outputs, executor, self._graph.batch_duration.total_seconds())
+
     def _estimate(self, found: dict[int, tuple[Time, frozenset[int]]]) -> float:
         """Seconds to recompute what was lost: each lost state's lineage since its
-        checkpoint, at the recent cost of an interval, for the share of partitions lost."""
+        checkpoint, at the recent cost of an interval on the executors that are left, for
+        the share of partitions lost."""
         assert self._scheduler is not None
         recent = self._scheduler.recent_work_ms()
+        alive, most = self._capacity()
         per_interval = (statistics.median(recent) / 1000) if recent else 1.0
+        per_interval *= max(1, most) / max(1, alive)
         by_id = {s._id: s for s in self._states()}
         worst = 0.0
         for sid, (exact_time, lost) in found.items():
             state = by_id[sid]
             since = state._published_ms
-            depth = (
-                exact_time.ms - (since if since is not None else 0)
-            ) // state._slide_duration.ms
+            if since is None:
+                assert state._zero_time is not None
+                since = state._zero_time.ms
+            depth = (exact_time.ms - since) // state._slide_duration.ms
             share = len(lost) / max(1, state._partitions_at(exact_time))
             worst = max(worst, depth * per_interval * share)
         return worst
@@ -324,6 +363,11 @@ class TentativeController:
     def _emit(self, time: Time) -> None:
         if time.ms in self._emitted or time.ms in self._completed:
             return
+        if all(c.recovered or not c.lost for c in self._chains.values()):
+            # Every lost partition is back: the exact results follow without a recomputation.
+            self._end_episode()
+            log.info("tentative outputs: every lost partition is back at %s", time)
+            return
         assert self._scheduler is not None
         if time not in self._scheduler.pending():
             return
@@ -389,8 +433,10 @@ class TentativeController:
         assert self._scheduler is not None
         pending = self._scheduler.pending()
         # Caught up: everything that got a tentative result is exact, and at most one
-        # interval is waiting.
-        if all(ms in self._completed for ms in self._emitted) and len(pending) <= 1:
+        # interval is waiting; or every lost partition is back (what a tentative result
+        # would give now is the exact one, which follows without a recomputation).
+        caught_up = all(ms in self._completed for ms in self._emitted) and len(pending) <= 1
+        if caught_up or all(c.recovered or not c.lost for c in self._chains.values()):
             self._end_episode()
             log.info("tentative outputs: the exact results caught up at %s", time)
 

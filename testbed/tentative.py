@@ -1,0 +1,219 @@
+"""Tentative, then exact, for real: two queries on a cluster (the testbed's standalone cluster
+of 3 one-core workers, or local-cluster), the executors of two of the three workers killed
+with SIGKILL mid-run, and what each output delivered recorded interval by interval. Prints
+one JSON object.
+
+    python -m testbed.tentative --master spark://127.0.0.1:7077 --seconds 30 --kill-at 15
+
+The program, on the system clock (2 s intervals), reads the rate source (Zipf-like words):
+
+- *top-k* (priority 2): the 20 words with the highest running count (``updateStateByKey``
+  over 6 partitions, checkpointed every ``--checkpoint`` s), ``foreachRDD(tentative=True)``;
+- *trending* (priority 1): each interval's word counts joined with a 10 s window of them (a
+  window with an inverse, 6 partitions, checkpointed likewise): ``(word, (now, window))``,
+  ``foreachRDD(tentative=True)``.
+
+For each output and interval the run reports the tentative result (its records, fidelity,
+and when it arrived, wall ms after the interval's end) and the exact one (records, arrival,
+and how many times the output was called with it: once, for exactly-once delivery).
+:func:`oracle` computes the exact answers from the rate source's own generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from operator import add, sub
+from typing import Any
+
+TOP, RATE, PARTITIONS, SEED, WINDOW_S = 20, 300, 3, 11, 10
+
+
+def words_of(line: str) -> list[str]:
+    return line.split()
+
+
+def oracle(
+    times_ms: list[int], zero_ms: int, rate: int = RATE, batch_ms: int = 2000
+) -> dict[str, dict[int, Any]]:
+    """The exact top-k and trending results of each interval of ``times_ms`` (a run from
+    ``zero_ms``), from the rate source's generator."""
+    from dstream.sources.rate import partition_lines, records_in_interval
+
+    per: dict[int, Counter[str]] = {}
+    last = max(times_ms)
+    for t in range(zero_ms + batch_ms, last + 1, batch_ms):
+        total = records_in_interval(rate, t, batch_ms)
+        lines = [
+            line
+            for p in range(PARTITIONS)
+            for line in partition_lines(SEED, t, p, PARTITIONS, total, 100)
+        ]
+        per[t] = Counter(w for line in lines for w in words_of(line))
+    totals: Counter[str] = Counter()
+    top: dict[int, Any] = {}
+    trending: dict[int, Any] = {}
+    for t in sorted(per):
+        totals.update(per[t])
+        if t in times_ms:
+            top[t] = sorted(totals.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:TOP]
+            window = sum((per[u] for u in per if t - WINDOW_S * 1000 < u <= t), Counter())
+            trending[t] = {w: (n, window[w]) for w, n in per[t].items()}
+    return {"top": top, "trending": trending}
+
+
+def accuracy(kind: str, tentative: Any, exact: Any) -> float:
+    """How much of the exact answer a tentative one holds. Top-k: the share of the exact
+    top words' counts that the tentative top-k gives them. Trending (a join): the share of
+    the pairs a record-level join would give (now x window per word), PPA's correlated
+    operator's measure."""
+    if kind == "top":
+        held = dict(map(tuple, tentative))
+        want = sum(n for _, n in exact)
+        return sum(min(held.get(w, 0), n) for w, n in exact) / want if want else 1.0
+    held = {w: tuple(v) for w, v in tentative.items()}
+    want = sum(a * b for a, b in exact.values())
+    got = sum(min(held[w][0], a) * min(held[w][1], b) for w, (a, b) in exact.items() if w in held)
+    return got / want if want else 1.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--master", default="local-cluster[3,1,768]")
+    p.add_argument("--seconds", type=float, default=30)
+    p.add_argument("--kill-at", type=float, default=15, help="seconds after the first interval")
+    p.add_argument("--kill", type=int, default=2, help="executors killed (0: none)")
+    p.add_argument("--checkpoint", type=int, default=4, help="state checkpoint interval, s")
+    p.add_argument("--rate", type=int, default=RATE)
+    p.add_argument("--batch", type=int, default=2, help="the batch interval, s")
+    p.add_argument("--tentative", choices=["on", "off"], default="on")
+    p.add_argument("--budget-mb", type=float, default=0.0, help="replica_budget_mb")
+    p.add_argument("--blind", action="store_true", help="a priority-blind replica plan")
+    p.add_argument("--executors", type=int, default=3)
+    args = p.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
+
+    from dstream import StreamingContext, StreamingListener, StreamingSettings
+    from dstream.scheduler.engine import engine_of
+    from dstream.streams.state_base import StateStream
+    from testbed.faults import cluster_conf, wait_for_executors
+    from testbed.processes import executor_pids
+
+    conf = cluster_conf(args.master, "dstream-tentative", 768, PARTITIONS)
+    conf.set("spark.scheduler.mode", "FAIR")
+    conf.set("spark.executor.cores", "1")
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel("ERROR")
+    result: dict[str, Any] = {"outputs": {"top": {}, "trending": {}}, "killed": []}
+    try:
+        wait_for_executors(sc, args.executors)
+        settings = StreamingSettings(
+            tentative_outputs=args.tentative == "on",
+            replica_budget_mb=args.budget_mb,
+            replica_priorities=not args.blind,
+        )
+        ssc = StreamingContext(sc, args.batch, settings=settings)
+        root = f"/tmp/dstream-tentative-{os.getpid()}"
+        ssc.checkpoint(root)
+        lines = ssc.rateStream(args.rate, numPartitions=PARTITIONS, seed=SEED)
+        pairs = lines.flatMap(words_of).map(lambda w: (w, 1))
+        totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), PARTITIONS)
+        totals.setName("totals").checkpoint(args.checkpoint)
+        window = pairs.reduceByKeyAndWindow(add, sub, WINDOW_S, args.batch, PARTITIONS)
+        window.setName("window").checkpoint(args.checkpoint)
+        now = pairs.reduceByKey(add, PARTITIONS)
+        trending = now.join(window, PARTITIONS)
+        outputs = result["outputs"]
+        lock = threading.Lock()
+
+        def recorder(kind: str) -> Any:
+            def record(t: Any, rdd: Any) -> None:
+                if kind == "top":
+                    records: Any = rdd.top(TOP, key=lambda kv: (kv[1], kv[0]))
+                else:
+                    records = dict(rdd.collect())
+                arrived = int(time.time() * 1000) - t.ms
+                with lock:
+                    slot = outputs[kind].setdefault(str(t.ms), {"exact_calls": 0})
+                    if getattr(rdd, "tentative", False):
+                        slot["tentative"] = records
+                        slot["fidelity"] = rdd.fidelity
+                        slot["tentative_after_ms"] = arrived
+                    else:
+                        slot["exact"] = records
+                        slot["exact_after_ms"] = arrived
+                        slot["exact_calls"] += 1
+
+            return record
+
+        totals.foreachRDD(recorder("top"), tentative=True, priority=2)
+        trending.foreachRDD(recorder("trending"), tentative=True, priority=1)
+        infos: list[dict[str, Any]] = []
+
+        class Tentatives(StreamingListener):
+            def onTentativeOutput(self, tentative: Any) -> None:
+                infos.append(
+                    {
+                        "time": tentative.batch_time.ms,
+                        "label": tentative.label,
+                        "fidelity": tentative.fidelity,
+                        "lost": tentative.lost_partitions,
+                    }
+                )
+
+        ssc.addStreamingListener(Tentatives())
+        ssc.start()
+        zero = engine_of(ssc).graph._zero_time
+        assert zero is not None
+        result["zero_ms"] = zero.ms
+        result["batch_ms"] = args.batch * 1000
+        began = time.monotonic()
+        if args.kill:
+            threading.Event().wait(args.kill_at)
+            pids = executor_pids(sc.applicationId)
+            for executor in sorted(pids, key=int)[: args.kill]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pids[executor], signal.SIGKILL)
+                result["killed"].append(executor)
+            result["killed_at_ms"] = int(time.time() * 1000)
+        threading.Event().wait(max(0.0, args.seconds - (time.monotonic() - began)))
+        # Let the exact results of the intervals generated so far arrive.
+        last = engine_of(ssc).scheduler
+        assert last is not None
+        generated = last.last_generated
+        if generated is not None:
+            ssc.wait_for_batch(generated, 300)
+        from dstream.streams.surviving import sizes
+
+        result["state_bytes"] = {}
+        for s in engine_of(ssc).graph.streams:
+            if isinstance(s, StateStream) and generated is not None:
+                rdd = s._state_rdd(s._latest_time())
+                if rdd is not None:
+                    result["state_bytes"][s._user_name or s._label] = sum(sizes(rdd))
+        ssc.stop(stopSparkContext=False)
+        controller = engine_of(ssc).tentative
+        result["episodes"] = 0 if controller is None else controller.episodes
+        result["listener"] = infos
+        result["replicated"] = {
+            s._user_name or s._label: sorted(s._replicated)
+            for s in engine_of(ssc).graph.streams
+            if isinstance(s, StateStream) and s._replicated
+        }
+        result["processing_ms"] = [p["durationMs"]["processing"] for p in ssc.recentProgress]
+    finally:
+        sc.stop()
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
