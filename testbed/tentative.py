@@ -41,7 +41,11 @@ def words_of(line: str) -> list[str]:
 
 
 def oracle(
-    times_ms: list[int], zero_ms: int, rate: int = RATE, batch_ms: int = 2000
+    times_ms: list[int],
+    zero_ms: int,
+    rate: int = RATE,
+    batch_ms: int = 2000,
+    window_s: int = WINDOW_S,
 ) -> dict[str, dict[int, Any]]:
     """The exact top-k and trending results of each interval of ``times_ms`` (a run from
     ``zero_ms``), from the rate source's generator."""
@@ -64,7 +68,7 @@ def oracle(
         totals.update(per[t])
         if t in times_ms:
             top[t] = sorted(totals.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:TOP]
-            window = sum((per[u] for u in per if t - WINDOW_S * 1000 < u <= t), Counter())
+            window = sum((per[u] for u in per if t - window_s * 1000 < u <= t), Counter())
             trending[t] = {w: (n, window[w]) for w, n in per[t].items()}
     return {"top": top, "trending": trending}
 
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint", type=int, default=4, help="state checkpoint interval, s")
     p.add_argument("--rate", type=int, default=RATE)
     p.add_argument("--batch", type=int, default=2, help="the batch interval, s")
+    p.add_argument("--window", type=int, default=WINDOW_S, help="the trending window, s")
     p.add_argument("--tentative", choices=["on", "off"], default="on")
     p.add_argument("--budget-mb", type=float, default=0.0, help="replica_budget_mb")
     p.add_argument("--blind", action="store_true", help="a priority-blind replica plan")
@@ -127,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         pairs = lines.flatMap(words_of).map(lambda w: (w, 1))
         totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), PARTITIONS)
         totals.setName("totals").checkpoint(args.checkpoint)
-        window = pairs.reduceByKeyAndWindow(add, sub, WINDOW_S, args.batch, PARTITIONS)
+        window = pairs.reduceByKeyAndWindow(add, sub, args.window, args.batch, PARTITIONS)
         window.setName("window").checkpoint(args.checkpoint)
         now = pairs.reduceByKey(add, PARTITIONS)
         trending = now.join(window, PARTITIONS)
@@ -175,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         assert zero is not None
         result["zero_ms"] = zero.ms
         result["batch_ms"] = args.batch * 1000
+        result["window_s"] = args.window
         began = time.monotonic()
         if args.kill:
             threading.Event().wait(args.kill_at)

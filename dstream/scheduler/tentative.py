@@ -326,11 +326,18 @@ class TentativeController:
             lost_text,
             estimate,
         )
-        threading.Thread(
+        # The first tentative results go first: the recovery's long tasks would otherwise
+        # hold the executors that are left (a fair scheduler picks by pool only as a task
+        # ends). Then the lost partitions are recomputed, while later intervals get theirs.
+        recovery = threading.Thread(
             target=self._recover, args=(dict(found),), name="dstream-recovery", daemon=True
-        ).start()
+        )
         assert self._scheduler is not None
-        for time in self._scheduler.pending():
+        pending = self._scheduler.pending()
+        if pending:
+            self._emit(pending[0])
+        recovery.start()
+        for time in pending[1:]:
             self._emit(time)
 
     def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:

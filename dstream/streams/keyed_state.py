@@ -21,6 +21,7 @@ from dstream.streams.copartitioned import memory_only, partition_by, sectioned_u
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
 from dstream.streams.state_base import StateStream
+from dstream.streams.tentative import substitution
 from dstream.tasks import approx_state
 from dstream.tasks.approx_state import (
     ApproxTask,
@@ -347,8 +348,8 @@ class StateDStream(StateStream):
         if self._approx is not None:
             return self._approximate_merge(union, times)
         quarantine = self._graph.quarantine
-        wrap = self._merge_input(times, saved)
-        if not unfiltered and not quarantine.active and wrap is None:
+        wrap, counter = substitution(saved), self._section_counter(times, saved)
+        if not unfiltered and not quarantine.active and wrap is None and counter is None:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
         acc = quarantine.accumulator() if quarantine.active else None
         label, millis, stream = self._label, [u.ms for u in times], self._id
@@ -360,8 +361,9 @@ class StateDStream(StateStream):
             notes = None if acc is None else (StateNotes(acc, label, split, stream), millis)
             if wrap is not None:
                 records = wrap(split, records)
+            heard = None if counter is None else counter(split)
             return merge_update_state(
-                records, update, intervals, own if unfiltered else None, notes
+                records, update, intervals, own if unfiltered else None, notes, heard
             )
 
         return union.mapPartitionsWithIndex(merge_partition, True)

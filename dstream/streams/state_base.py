@@ -37,7 +37,7 @@ from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import memory_only
 from dstream.streams.rescale import PartitionSchedule, regroup
 from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
-from dstream.streams.tentative import Ledger, Saved, merge_input
+from dstream.streams.tentative import Ledger, Saved, section_counter
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -536,12 +536,15 @@ class StateStream(DStreamCore[Any]):
         chain.newest = (time, rdd)
         return rdd, self._tentative_loss(time, chain)
 
-    def _merge_input(
+    def _section_counter(
         self, times: list[Time], saved: Saved | None = None
-    ) -> Callable[[int, Iterable[Any]], Iterable[Any]] | None:
+    ) -> Callable[[int], Callable[[list[list[Any]]], None]] | None:
+        """The merge tasks' report of each interval's records per partition (for tentative
+        results' rates), when any output gives tentative results (not in a tentative pass)."""
         notes = self._graph.tentative
-        acc = notes.accumulator() if notes.active and saved is None else None
-        return merge_input(acc, self._id, [u.ms for u in times], saved)
+        if not notes.active or saved is not None:
+            return None
+        return section_counter(notes.accumulator(), self._id, [u.ms for u in times])
 
     # ---- what the metadata journal records -----------------------------------------------
     def _shape(self) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from dstream.streams.fidelity import Loss, correlated, mix, union
 from dstream.tasks.approx_state import LostBlock
 from dstream.tasks.notes import NoteSlot, SlotNotes
-from dstream.tasks.state_merge import SectionMark
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -44,10 +43,10 @@ __all__ = [
     "TentativeNotes",
     "TentativePass",
     "combine",
-    "counted",
     "current",
-    "merge_input",
+    "section_counter",
     "substituting",
+    "substitution",
 ]
 
 _CURRENT: contextvars.ContextVar[TentativePass | None] = contextvars.ContextVar(
@@ -118,22 +117,25 @@ class Ledger:
         )
 
 
-def counted(
-    records: Iterable[Any], notes: Any, stream: int, times_ms: list[int], split: int
-) -> Iterator[Any]:
-    """A merge task's sectioned input, passed on as it is, counting each interval's records
-    (the sections after the first) for the state's ledger."""
-    counts = [0] * (len(times_ms) + 1)
-    index = 0
-    for record in records:
-        if type(record[1]) is SectionMark:
-            index += 1
-        else:
-            counts[index] += 1
-        yield record
-    notes.add(
-        {NoteSlot(stream, ms, split, "weight"): counts[i + 1] for i, ms in enumerate(times_ms)}
-    )
+def section_counter(
+    notes: Any, stream: int, times_ms: list[int]
+) -> Callable[[int], Callable[[list[list[Any]]], None]]:
+    """For the merge task of partition ``split``: a callback that hears its input split into
+    sections (the previous state, then each interval's records) and notes each interval's
+    record count for the state's ledger (no pass of its own over the records)."""
+
+    def for_split(split: int) -> Callable[[list[list[Any]]], None]:
+        def note(parts: list[list[Any]]) -> None:
+            notes.add(
+                {
+                    NoteSlot(stream, ms, split, "weight"): len(parts[i + 1])
+                    for i, ms in enumerate(times_ms)
+                }
+            )
+
+        return note
+
+    return for_split
 
 
 def substituting(
@@ -278,20 +280,9 @@ class Saved:
         return lambda: read_partition(files, path)
 
 
-def merge_input(
-    notes: Any, stream: int, times_ms: list[int], saved: Saved | None
-) -> Callable[[int, Iterable[Any]], Iterable[Any]] | None:
-    """What a state's merge task does to its input first: replace a lost block's record
-    (``saved``, in a tentative pass), count each interval's records (``notes``). None: it
-    merges its input as it is."""
-    if notes is None and saved is None:
+def substitution(saved: Saved | None) -> Callable[[int, Iterable[Any]], Iterable[Any]] | None:
+    """What a tentative merge task does to its input first: a lost block's record is
+    replaced by the partition as ``saved`` has it (None: nothing to replace)."""
+    if saved is None:
         return None
-
-    def wrap(split: int, records: Iterable[Any]) -> Iterable[Any]:
-        if saved is not None:
-            records = substituting(records, saved.reader(split))
-        if notes is not None:
-            records = counted(records, notes, stream, times_ms, split)
-        return records
-
-    return wrap
+    return lambda split, records: substituting(records, saved.reader(split))

@@ -27,6 +27,7 @@ from dstream.streams.copartitioned import (
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import partition_of, regroup_partitions
 from dstream.streams.state_base import StateStream
+from dstream.streams.tentative import substitution
 from dstream.streams.window_spec import WindowSpec, entering, window_times
 from dstream.tasks.state_merge import combine_locally, fold_window, regroup_window
 from dstream.time import Duration, Time
@@ -190,8 +191,8 @@ class ReducedWindowedDStream(StateStream):
         union = sectioned_union(self._graph.runtime.marks, count, groups)
         func, inv = self._func, self._inv
         times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
-        wrap = self._merge_input(times, saved)
-        if base_ms is None and wrap is None:
+        wrap, counter = substitution(saved), self._section_counter(times, saved)
+        if base_ms is None and wrap is None and counter is None:
             return union.mapPartitions(
                 lambda it: fold_window(it, func, inv, times_ms, keep_after_ms), True
             )
@@ -204,7 +205,8 @@ class ReducedWindowedDStream(StateStream):
             base = (
                 None if directory is None else read_partition(files, partition_path(directory, i))
             )
-            return fold_window(it, func, inv, times_ms, keep_after_ms, base)
+            heard = None if counter is None else counter(i)
+            return fold_window(it, func, inv, times_ms, keep_after_ms, base, heard)
 
         return union.mapPartitionsWithIndex(fold_partition, True)
 

@@ -181,13 +181,16 @@ def fold_window(
     times_ms: list[int],
     keep_after_ms: int,
     saved: list[Any] | None = None,
+    on_sections: Callable[[list[list[Any]]], None] | None = None,
 ) -> Iterator[tuple[None, WindowPartition]]:
     """New window state from ``1 + len(times_ms)`` sections: the previous state (nothing, or
     one ``(None, WindowPartition)``), then the ``(key, value)`` records of each interval of
     ``times_ms`` in order; the intervals at or before ``keep_after_ms`` are then subtracted.
-    ``saved``, if given, is the previous state instead (a checkpoint's records). Yields the
-    one record of the new state."""
+    ``saved``, if given, is the previous state instead (a checkpoint's records);
+    ``on_sections`` hears the sections once split. Yields the one record of the new state."""
     parts = sections(records, 1 + len(times_ms))
+    if on_sections is not None:
+        on_sections(parts)
     previous = parts[0] if saved is None else saved
     state = previous[0][1] if previous else WindowPartition()
     for time_ms, pairs in zip(times_ms, parts[1:], strict=True):
@@ -208,6 +211,7 @@ def merge_update_state(
     intervals: int = 1,
     keep: Callable[[Any], bool] | None = None,
     quarantine: tuple[StateNotes, list[int]] | None = None,
+    on_sections: Callable[[list[list[Any]]], None] | None = None,
 ) -> Iterator[tuple[Any, Any]]:
     """``updateStateByKey`` from ``1 + intervals`` sections: the previous state
     ``(key, state)``, then the new records ``(key, ((source partition, position), value))``
@@ -217,9 +221,12 @@ def merge_update_state(
     delivered them, so a recomputed interval gives the same state.
 
     With ``quarantine`` (the notes and each interval's time), a key whose ``update_func``
-    raises keeps its previous state and ``(key, new values)`` is set aside.
+    raises keeps its previous state and ``(key, new values)`` is set aside. ``on_sections``
+    hears the sections once split.
     """
     parts = sections(records, 1 + intervals)
+    if on_sections is not None:  # each section's size: the rates of tentative results
+        on_sections(parts)
     # keep: after a rescale's split, the previous state holds a sibling partition's keys too.
     states = dict(parts[0]) if keep is None else {k: v for k, v in parts[0] if keep(k)}
     for index, new in enumerate(parts[1:]):

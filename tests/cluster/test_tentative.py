@@ -44,7 +44,9 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
     assert len(result["killed"]) == 2 and result["episodes"] >= 1
     outputs = result["outputs"]
     times = sorted({int(t) for kind in outputs for t in outputs[kind]})
-    want = oracle(times, result["zero_ms"], batch_ms=result["batch_ms"])
+    want = oracle(
+        times, result["zero_ms"], batch_ms=result["batch_ms"], window_s=result["window_s"]
+    )
     tentative = 0
     for kind in ("top", "trending"):
         exact_times = [int(t) for t, slot in outputs[kind].items() if "exact" in slot]
