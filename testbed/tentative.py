@@ -102,11 +102,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-mb", type=float, default=0.0, help="replica_budget_mb")
     p.add_argument("--blind", action="store_true", help="a priority-blind replica plan")
     p.add_argument("--executors", type=int, default=3)
+    p.add_argument(
+        "--manual", type=int, default=0, help="N intervals back to back on a ManualClock, no kill"
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
 
-    from dstream import StreamingContext, StreamingListener, StreamingSettings
+    from dstream import (
+        Duration,
+        ManualClock,
+        StreamingContext,
+        StreamingListener,
+        StreamingSettings,
+    )
     from dstream.scheduler.engine import engine_of
     from dstream.streams.state_base import StateStream
     from testbed.faults import cluster_conf, wait_for_executors
@@ -125,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             replica_budget_mb=args.budget_mb,
             replica_priorities=not args.blind,
         )
-        ssc = StreamingContext(sc, args.batch, settings=settings)
+        clock = ManualClock(0) if args.manual else None
+        ssc = StreamingContext(sc, args.batch, settings=settings, clock=clock)
         root = f"/tmp/dstream-tentative-{os.getpid()}"
         ssc.checkpoint(root)
         lines = ssc.rateStream(args.rate, numPartitions=PARTITIONS, seed=SEED)
@@ -182,7 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         result["batch_ms"] = args.batch * 1000
         result["window_s"] = args.window
         began = time.monotonic()
-        if args.kill:
+        if clock is not None:
+            # Intervals back to back on a ManualClock: each one's wall time is its work.
+            work = []
+            for i in range(1, args.manual + 1):
+                started = time.perf_counter()
+                clock.advance(args.batch * 1000)
+                assert ssc.wait_for_batch(zero + Duration(args.batch * 1000 * i), 300)
+                work.append(round((time.perf_counter() - started) * 1000))
+            result["work_ms"] = work
+        elif args.kill:
             threading.Event().wait(args.kill_at)
             pids = executor_pids(sc.applicationId)
             for executor in sorted(pids, key=int)[: args.kill]:
@@ -190,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                     os.kill(pids[executor], signal.SIGKILL)
                 result["killed"].append(executor)
             result["killed_at_ms"] = int(time.time() * 1000)
-        threading.Event().wait(max(0.0, args.seconds - (time.monotonic() - began)))
+        if clock is None:
+            threading.Event().wait(max(0.0, args.seconds - (time.monotonic() - began)))
         # Let the exact results of the intervals generated so far arrive.
         last = engine_of(ssc).scheduler
         assert last is not None

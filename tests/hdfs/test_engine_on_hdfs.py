@@ -103,6 +103,7 @@ def reference() -> dict[str, list[str]]:
     return result
 
 
+@pytest.mark.full  # make test: the driver killed with everything on HDFS (below) resumes
 def test_a_restarted_driver_resumes_from_hdfs(
     hdfs_sc: Any, hdfs_cluster: MiniHdfsCluster, reference: dict[str, list[str]]
 ) -> None:
@@ -248,6 +249,13 @@ def test_killing_the_driver_with_everything_on_hdfs(
     assert restored == [False] + [True] * len(kills)
     assert got_lines == want_lines
     assert got_totals == want_totals
+    # What the drivers kept on HDFS: the journal, complete state checkpoints (pickled
+    # partitions, and SQLite snapshots for track()) that the restarts read.
+    files = place.walk("ckpt")
+    assert any(f.startswith("metadata/record-") for f in files), files
+    complete = {posixpath.dirname(f) for f in files if f.endswith("/_COMPLETE")}
+    assert any(f.endswith("part-00000") and posixpath.dirname(f) in complete for f in files)
+    assert any(f.endswith(".sqlite") for f in files), files
 
 
 def test_the_columnar_reader_reads_hdfs_through_webhdfs(
