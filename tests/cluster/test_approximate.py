@@ -1,15 +1,17 @@
 """approximateRecovery() under executor JVMs killed with SIGKILL (AF-Stream's Sec. 3.5 on
-D-Streams): running word counts of the rate source's Zipf-like words on local-cluster[3], two
-states in one program (so both see the same five kills), Θ = 0 and Θ = 300,000 counts (~11,000 words an interval).
+D-Streams): running word counts of the rate source's Zipf-like words on local-cluster, two
+states in one program (so both see the same kills: three of two executors over 8 intervals
+in ``make test``, five of three over 11 in ``make test-full``), Θ = 0 and a large Θ (150,000
+and 300,000 counts; an interval adds ~11,000 words).
 
 - Θ = 0: every interval equals the exact oracle, though lost partitions were restored from
   their copies (no interval recomputed);
-- Θ = 300,000: after each failure the state's total error (the sum over words of |count -
+- the large Θ: after each failure the state's total error (the sum over words of |count -
   exact|, which bounds every word's error) stays at most Θ, each restore loses at most its
   partition's threshold, and the thresholds halve so the error's growth slows with the
   failures; the copies written are at most 30 % of the bytes a second in-memory copy of
-  every interval's state (``state_replicas=2``) moves, though the thresholds halved five
-  times.
+  every interval's state (``state_replicas=2``) moves, though the thresholds halved
+  at each failure.
 
 The full sweep (error and throughput against Θ and against the number of failures, the
 failure interval's time against ``state_replicas=2``) is bench/engine/approximate.py.
@@ -28,14 +30,17 @@ from tests.cluster.test_executor_loss import scenario
 
 pytestmark = pytest.mark.cluster
 
-THETA = 300_000.0
-INTERVALS, RATE, PARTITIONS = 11, 1000, 4
-KILLS = (2, 4, 6, 8, 10)  # one executor killed 0.2 s into each of these intervals
+RATE, PARTITIONS = 1000, 4
+# (intervals, one executor killed 0.2 s into each of these, executors, the large Θ).
+SHORT = (8, (2, 4, 6), 2, 150_000.0)
+FULL = (11, (2, 4, 6, 8, 10), 3, 300_000.0)
 
 
-def errors_by_interval(run: dict[str, Any], theta: float) -> dict[int, tuple[int, int]]:
+def errors_by_interval(
+    run: dict[str, Any], theta: float, intervals: int
+) -> dict[int, tuple[int, int]]:
     """(total error, largest error of one word) of the state ``theta`` at every interval."""
-    want = keyed_oracle(INTERVALS, RATE, PARTITIONS)["outputs"]
+    want = keyed_oracle(intervals, RATE, PARTITIONS)["outputs"]
     out = {}
     for t, records in run["outputs"].items():
         got = {w: c for th, w, c in records if th == theta}
@@ -45,25 +50,32 @@ def errors_by_interval(run: dict[str, Any], theta: float) -> dict[int, tuple[int
     return out
 
 
-def test_killed_executors_cost_an_approximate_state_at_most_its_bound() -> None:
-    extra = [f"--also-kill-at={i}" for i in KILLS[1:]]
+@pytest.mark.parametrize(
+    ("intervals", "kills", "executors", "theta"),
+    [SHORT, pytest.param(*FULL, marks=pytest.mark.full)],
+)
+def test_killed_executors_cost_an_approximate_state_at_most_its_bound(
+    intervals: int, kills: tuple[int, ...], executors: int, theta: float
+) -> None:
+    extra = [f"--also-kill-at={i}" for i in kills[1:]]
     (run,) = scenario(
         "approx",
-        INTERVALS,
-        [f"1@{KILLS[0]}"],
+        intervals,
+        [f"1@{kills[0]}"],
         *("--rate", str(RATE), "--partitions", str(PARTITIONS), "--checkpoint", "4"),
-        *("--approx-theta", "0", "--approx-theta", str(THETA), "--measure-state"),
-        *extra,
+        *("--approx-theta", "0", "--approx-theta", str(theta), "--measure-state"),
+        *("--executors", str(executors), *extra),
     )
-    assert len(run["killed"]) == len(KILLS)
-    exact, bounded = run["approximate"]["theta=0"], run["approximate"][f"theta={THETA:g}"]
+    assert len(run["killed"]) == len(kills)
+    exact, bounded = run["approximate"]["theta=0"], run["approximate"][f"theta={theta:g}"]
     # Lost partitions were restored from copies, not recomputed, in both states.
-    assert exact["restored_partitions"] >= len(KILLS) and bounded["restored_partitions"] >= 3
+    assert exact["restored_partitions"] >= len(kills) and bounded["restored_partitions"] >= 3
 
-    assert errors_by_interval(run, 0.0) == {t: (0, 0) for t in range(1000, 12_000, 1000)}
+    exact_errors = errors_by_interval(run, 0.0, intervals)
+    assert exact_errors == {t: (0, 0) for t in range(1000, (intervals + 1) * 1000, 1000)}
 
-    errors = errors_by_interval(run, THETA)
-    assert all(total <= THETA and largest <= THETA for total, largest in errors.values())
+    errors = errors_by_interval(run, theta, intervals)
+    assert all(total <= theta and largest <= theta for total, largest in errors.values())
     assert errors[1000] == (0, 0)  # nothing is lost before the first kill
     # Each restore loses at most its threshold: the error only grows at a restore's
     # interval, by at most the thresholds of the partitions restored there.
@@ -79,7 +91,7 @@ def test_killed_executors_cost_an_approximate_state_at_most_its_bound() -> None:
         previous = total
     # The thresholds halve: a partition restored again has half its share (Sec. 3.5.2).
     shares = sorted({b for *_, b in bounded["restores"]}, reverse=True)
-    assert shares[0] == THETA / (2 * PARTITIONS) and all(
+    assert shares[0] == theta / (2 * PARTITIONS) and all(
         a / b in (2, 4, 8, 16) for a, b in pairwise(shares)
     )
 

@@ -40,7 +40,7 @@ def run(cluster: StandaloneCluster, *extra: str) -> dict[str, Any]:
 def test_killed_workers_give_tentative_results_then_the_exact_ones(
     cluster: StandaloneCluster,
 ) -> None:
-    result = run(cluster, "--seconds", "30", "--kill-at", "14", "--kill", "2")
+    result = run(cluster, "--seconds", "22", "--kill-at", "11", "--kill", "2")
     assert len(result["killed"]) == 2 and result["episodes"] >= 1
     outputs = result["outputs"]
     times = sorted({int(t) for kind in outputs for t in outputs[kind]})

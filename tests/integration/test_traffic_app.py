@@ -116,7 +116,7 @@ def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) ->
     interval by interval. Before, the label (and the history window, weights and sampler
     seeds) came from the wall clock read before a setup that could cross an interval
     boundary: one run printed [06:07:54] for (06:07:50, 06:07:52], reruns differed."""
-    args = ["--data", dataset, "--seconds", "8", "--batch", "2s", "--window", "10s"]
+    args = ["--data", dataset, "--seconds", "6", "--batch", "2s", "--window", "10s"]
     args += ["--samples", "20", "--chains", "10", "--history-days", "2", "--start", "06:08"]
     today = read_observations(os.path.join(dataset, "today.txt"))
     first = next(t for t, _ in intervals(today, 2000) if t > 6 * H + 8 * MIN - 10_000) // 1000
