@@ -1,5 +1,6 @@
 """kill -9 the executor holding one copy of a received block before the interval that reads
-it runs (``python -m testbed.receiver_faults``), once for each of the block's two copies:
+it runs (``python -m testbed.receiver_faults``), once for each of the block's two copies
+(in ``make test`` one copy in each receiver placement, every copy in ``make test-full``):
 the interval reads the copy left (the interval's RDD reads stored blocks only, it has no
 lineage to recompute them from), and every record the client sent is in exactly one
 interval's output, checked against the client's own log. A client with the wrong secret
@@ -42,9 +43,15 @@ def run_faults(options: str, records: int) -> list[dict[str, Any]]:
     return runs
 
 
-def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
-    runs = run_faults("--intervals 6 --at 3 --kill first --kill second", records=400)
-    assert [r["kill"] for r in runs] == ["first", "second"]
+# make test loses one copy of a block here (the second) and the other below (on the
+# receiver's own executor); make test-full loses each copy in each placement.
+@pytest.mark.parametrize(
+    "kills", [["second"], pytest.param(["first", "second"], marks=pytest.mark.full)]
+)
+def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing(kills: list[str]) -> None:
+    options = " ".join(f"--kill {kill}" for kill in kills)
+    runs = run_faults(f"--intervals 6 --at 3 {options}", records=400)
+    assert [r["kill"] for r in runs] == kills
     for run in runs:
         victim = run["victim_block"]
         assert len(victim["executors"]) == 2  # stored on two executors before the ack
@@ -54,14 +61,20 @@ def test_losing_either_copy_of_a_block_loses_and_duplicates_nothing() -> None:
         assert not set(run["killed"]) & set(run["executors_after"])
 
 
-def test_losing_the_receivers_executor_or_the_replicas_loses_and_duplicates_nothing() -> None:
+@pytest.mark.parametrize(
+    "kills", [["receiver"], pytest.param(["receiver", "replica"], marks=pytest.mark.full)]
+)
+def test_losing_the_receivers_executor_or_the_replicas_loses_and_duplicates_nothing(
+    kills: list[str],
+) -> None:
     """The receiver on an executor (placement="executors"): kill -9 the executor running it
-    (which holds one copy of the blocks it stored) or the one holding a block's other copy,
-    while the client keeps sending. The receiver starts again on another executor, on the
-    same port; the client sends what it kept there; every record is output exactly once."""
+    (which holds one copy of the blocks it stored) or the one holding a block's other copy
+    (make test-full), while the client keeps sending. The receiver starts again on another
+    executor, on the same port; the client sends what it kept there; every record is output
+    exactly once."""
     options = "--placement executors --pace-ms 10 --intervals 8 --at 3"
-    runs = run_faults(f"{options} --kill receiver --kill replica", records=600)
-    assert [r["kill"] for r in runs] == ["receiver", "replica"]
+    runs = run_faults(options + "".join(f" --kill {kill}" for kill in kills), records=600)
+    assert [r["kill"] for r in runs] == kills
     for run in runs:
         victim = run["victim_block"]
         receiver = run["receivers_before"]["0"]

@@ -98,7 +98,11 @@ def _value(console: Console, tag: str, timeout_s: float = WAIT_S) -> Any:
     return ast.literal_eval(console.expect(rf"\n{tag} (.*)\n", timeout_s).group(1))
 
 
+# make test-full: make test asks the same queries of the same run in process
+# (tests/integration/test_video.py, every answer against the oracle) and types queries into
+# the shell over a live state (tests/integration/test_shell.py); this one, ~50 s, is both.
 @pytest.mark.slow
+@pytest.mark.full
 def test_ad_hoc_queries_typed_in_the_shell_equal_the_oracle(tmp_path: Path) -> None:
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
