@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -88,6 +89,33 @@ def accuracy(kind: str, tentative: Any, exact: Any) -> float:
     return got / want if want else 1.0
 
 
+def state_holders(sc: Any, streams: Any) -> dict[str, int]:
+    """Executor id -> how many partitions it holds of the states' newest exact intervals
+    (from Spark's status store, what the UI's storage page shows)."""
+    from dstream.streams.state_base import StateStream
+
+    ids = set()
+    for s in streams:
+        if isinstance(s, StateStream):
+            with contextlib.suppress(Exception):  # no completed interval yet
+                rdd = s._state_rdd(s._latest_time())
+                if rdd is not None:
+                    ids.add(rdd.id())
+    cached = sc._jsc.sc().statusStore().rddList(True)
+    held: dict[str, int] = {}
+    for i in range(cached.size()):
+        info = cached.apply(i)
+        if info.id() not in ids or info.partitions().isEmpty():
+            continue
+        partitions = info.partitions().get()
+        for j in range(partitions.size()):
+            executors = partitions.apply(j).executors()
+            for k in range(executors.size()):
+                executor = str(executors.apply(k))
+                held[executor] = held.get(executor, 0) + 1
+    return held
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--master", default="local-cluster[3,1,768]")
@@ -127,6 +155,18 @@ def main(argv: list[str] | None = None) -> int:
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     result: dict[str, Any] = {"outputs": {"top": {}, "trending": {}}, "killed": []}
+    # What the controller decided after each loss (begun, judged quick, nothing lost), for
+    # the result: a run without an episode says why.
+    decisions: list[str] = []
+    t0 = time.time()
+    recorder_handler = logging.Handler(logging.INFO)
+    recorder_handler.emit = lambda record: decisions.append(  # type: ignore[method-assign]
+        f"{record.created - t0:.1f}s {record.getMessage()}"
+    )
+    controller_log = logging.getLogger("dstream.scheduler.tentative")
+    controller_log.setLevel(logging.INFO)
+    controller_log.addHandler(recorder_handler)
+    result["controller"] = decisions
     try:
         wait_for_executors(sc, args.executors)
         settings = StreamingSettings(
@@ -204,11 +244,18 @@ def main(argv: list[str] | None = None) -> int:
         elif args.kill:
             threading.Event().wait(args.kill_at)
             pids = executor_pids(sc.applicationId)
-            for executor in sorted(pids, key=int)[: args.kill]:
+            # The executors holding the most of the states' newest partitions: killing
+            # two that hold none of them loses no state (the scheduler's locality can put
+            # every state task on one executor), and there is nothing to be tentative about.
+            held = state_holders(sc, engine_of(ssc).graph.streams)
+            result["holders"] = held
+            chosen = sorted(pids, key=lambda e: (-held.get(e, 0), int(e)))
+            for executor in chosen[: args.kill]:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pids[executor], signal.SIGKILL)
                 result["killed"].append(executor)
             result["killed_at_ms"] = int(time.time() * 1000)
+            decisions.append(f"{time.time() - t0:.1f}s killed executors {result['killed']}")
         if clock is None:
             threading.Event().wait(max(0.0, args.seconds - (time.monotonic() - began)))
         # Let the exact results of the intervals generated so far arrive.

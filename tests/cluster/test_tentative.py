@@ -1,7 +1,10 @@
 """Tentative, then exact, on the testbed's standalone cluster (3 one-core workers): a top-k
 over ``updateStateByKey`` (priority 2) and a join with a window state (priority 1), every
 output ``tentative=True``, the executors of two of the three workers killed with SIGKILL
-mid-run (``python -m testbed.tentative``; the Master starts replacements).
+mid-run, those holding the most of the states' newest partitions (``python -m
+testbed.tentative``; the Master starts replacements). Killing two by id failed one
+fresh-clone run: the scheduler's locality had put every state partition on the third
+executor, so no state was lost and, rightly, no tentative result was given.
 
 While the lost state partitions are recomputed each output delivers tentative results
 whose fidelity (PPA's Eq. 4) is within 0.1 of their measured accuracy against the exact
@@ -41,7 +44,13 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
     cluster: StandaloneCluster,
 ) -> None:
     result = run(cluster, "--seconds", "22", "--kill-at", "11", "--kill", "2")
-    assert len(result["killed"]) == 2 and result["episodes"] >= 1
+    assert len(result["killed"]) == 2 and result["episodes"] >= 1, result["controller"]
+    # The killed held the most of the states' partitions (some, at least).
+    held = result["holders"]
+    survivors = [held.get(e, 0) for e in held if e not in result["killed"]]
+    assert min(held.get(e, 0) for e in result["killed"]) >= max(survivors, default=0) and any(
+        held.get(e, 0) for e in result["killed"]
+    ), held
     outputs = result["outputs"]
     times = sorted({int(t) for kind in outputs for t in outputs[kind]})
     want = oracle(
