@@ -35,6 +35,7 @@ from dstream.storage.paths import qualify
 from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
 from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import memory_only
+from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule, regroup
 from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
 from dstream.streams.tentative import Ledger, Saved, section_counter
@@ -43,7 +44,6 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
 
-    from dstream.streams.fidelity import Loss
     from dstream.streams.tentative import StateChain, TentativePass
 
 __all__ = ["StateStream"]
