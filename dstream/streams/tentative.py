@@ -104,7 +104,11 @@ class Ledger:
         if after_ms is None:
             with self._lock:
                 reported = self._cumulative.get(partition, 0.0)
-                newest = max(self._order, default=None)
+                # Intervals after upto_ms reported already (the exact pipeline moves on
+                # while an episode's fidelity is computed) are not in the state of upto_ms.
+                later = [t for t in self._order if t > upto_ms]
+                reported -= sum(self._by_time[t].get(partition, 0) for t in later)
+                newest = max((t for t in self._order if t <= upto_ms), default=None)
             extra = 0.0
             if newest is not None:
                 extra = sum(

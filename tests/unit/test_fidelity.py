@@ -49,3 +49,19 @@ def test_nothing_lost_is_fidelity_one_and_empty_rates_do_not_divide_by_zero() ->
     assert output_fidelity(Loss((0.0, 0.0), (1.0, 0.0))) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="2 rates for 1 losses"):
         Loss((1.0, 1.0), (0.0,))
+
+
+def test_a_states_ledger_counts_only_the_intervals_up_to_the_state_asked_for() -> None:
+    from dstream.streams.tentative import Ledger
+
+    ledger = Ledger()
+    for t, n in ((2000, 10), (4000, 20)):
+        ledger.record(t, 0, n)
+    # The state of 4000 holds both intervals; 6000 is not reported yet: the recent mean.
+    assert ledger.since(0, None, 4000, 2000) == 30
+    assert ledger.since(0, None, 6000, 2000) == 30 + 15
+    # The state of 2000 holds its own interval only, though 4000 is reported (an episode's
+    # fidelity is computed while the exact pipeline moves on): a fresh-clone run's top-k
+    # fidelity fell from 0.67 to 0.50 an interval later when 4000 was counted in.
+    assert ledger.since(0, None, 2000, 2000) == 10
+    assert ledger.since(0, 2000, 4000, 2000) == 20
