@@ -48,22 +48,31 @@ def fingerprint() -> str:
     return "\n".join([java.stderr.strip(), str(jars), *listing]) + "\n"
 
 
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # exited meanwhile
+        return b""
+
+
+def pids_of(marker: str) -> list[int]:
+    """The processes with ``marker`` on their command line (an executor has its
+    application's id there, a driver its application's name)."""
+    pids = (int(p.name) for p in Path("/proc").glob("[0-9]*"))
+    return [pid for pid in pids if marker.encode() in cmdline(pid)]
+
+
 def running(marker: str) -> bool:
-    """Whether a process with ``marker`` on its command line is still alive (an executor
-    has its application's id there, a driver its application's name)."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if marker.encode() in cmdline.read_bytes():
-                return True
-        except OSError:  # exited meanwhile
-            continue
-    return False
+    """Whether a process with ``marker`` on its command line is still alive."""
+    return bool(pids_of(marker))
 
 
-def dump(target: Path, master: str, jvm: str) -> str:
+def dump(
+    master: str, jvm: str, options: str, before_stop: Callable[[str], None] | None = None
+) -> str:
     """Run a Python job with a shuffle and a cached RDD on ``master``, the ``jvm``
-    ("driver" or "executor") JVMs with ``-XX:ArchiveClassesAtExit`` (a JVM writes the
-    archive when it exits); the application's id."""
+    ("driver" or "executor") JVMs started with ``options``; ``before_stop`` (given the
+    application's id) runs after the job, before the context stops. The application's id."""
     from pyspark import SparkConf, SparkContext
 
     conf = (
@@ -73,7 +82,7 @@ def dump(target: Path, master: str, jvm: str) -> str:
         .set("spark.ui.enabled", "false")
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.pyspark.python", sys.executable)
-        .set(f"spark.{jvm}.extraJavaOptions", f"-XX:ArchiveClassesAtExit={target}")
+        .set(f"spark.{jvm}.extraJavaOptions", options)
     )
     sc = SparkContext(conf=conf)
     try:
@@ -82,6 +91,8 @@ def dump(target: Path, master: str, jvm: str) -> str:
         assert sum(counts.values()) == 20000, counts
         rdd = sc.parallelize(range(1000), 2).cache()
         assert rdd.count() == 1000 and rdd.sum() == 499500
+        if before_stop is not None:
+            before_stop(str(sc.applicationId))
         return str(sc.applicationId)
     finally:
         sc.stop()
@@ -104,8 +115,31 @@ def wait_until_gone(marker: str) -> None:
 
 
 def dump_executor(target: Path) -> None:
-    # The executor JVM writes the archive while it exits, after the driver stopped.
-    wait_until_gone(dump(target, "local-cluster[1,1,1024]", "executor"))
+    """The executor JVM's archive, written by ``jcmd VM.cds dynamic_dump`` while the
+    executor still runs. Not at its exit (``-XX:ArchiveClassesAtExit``): a local-cluster
+    worker stops its executors with SIGTERM and a SIGKILL 10 s later (Spark's
+    ``ExecutorRunner``), and a busy machine (``make test-deps`` builds four things at once)
+    writes the archive slower than that: a fresh-clone run had none."""
+
+    def write(app_id: str) -> None:
+        pids = [p for p in pids_of(app_id) if b"CoarseGrainedExecutorBackend" in cmdline(p)]
+        if len(pids) != 1:
+            raise RuntimeError(f"expected one executor JVM of {app_id}, found {pids}")
+        # attachTimeout: the attach waits for the JVM's signal thread, slow when busy
+        attach = ["jcmd", "-J-Dsun.tools.attach.attachTimeout=120000", str(pids[0])]
+        done = subprocess.run(
+            [*attach, "VM.cds", "dynamic_dump", str(target)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0 or not target.is_file():
+            raise RuntimeError(f"jcmd VM.cds dynamic_dump failed: {done.stdout}{done.stderr}")
+
+    wait_until_gone(
+        dump("local-cluster[1,1,1024]", "executor", "-XX:+RecordDynamicDumpInfo", write)
+    )
 
 
 def build(archive: Path, what: str, wanted: str, make: Callable[[Path], None]) -> None:
@@ -135,7 +169,7 @@ def build(archive: Path, what: str, wanted: str, make: Callable[[Path], None]) -
 
 def main() -> int:
     if sys.argv[1:2] == ["--driver"]:  # the child of dump_driver
-        dump(Path(sys.argv[2]), "local[2]", "driver")
+        dump("local[2]", "driver", f"-XX:ArchiveClassesAtExit={sys.argv[2]}")
         return 0
     try:
         wanted = fingerprint()
