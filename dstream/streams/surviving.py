@@ -4,10 +4,11 @@ the Python side of the JVM shim's ``io.dstream.shim.state`` classes.
 :func:`surviving` reads a cached RDD's partitions from the block managers without depending
 on that RDD, so Spark never walks its lineage: a partition whose block was lost yields one
 ``(LostBlock(), None)`` record instead of being recomputed (the tasks reading it decide what
-replaces it: a copy, a checkpoint, nothing). :func:`copies` and :func:`sizes` ask the block
-manager master where a cached RDD's blocks are and how large. :func:`replicating` gives
-chosen partitions of a state a second in-memory copy, made by the task that computes the
-partition. :func:`ensure_pool` makes a fair-scheduler pool with a weight.
+replaces it: a copy, a checkpoint, nothing). :func:`holders`, :func:`copies` and
+:func:`sizes` ask the block manager master on which executors a cached RDD's blocks are,
+on how many, and how large. :func:`replicating` gives chosen partitions of a state a second
+in-memory copy, made by the task that computes the partition. :func:`ensure_pool` makes a
+fair-scheduler pool with a weight.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dstream.tasks.approx_state import LostBlock
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-__all__ = ["copies", "ensure_pool", "replicating", "sizes", "surviving"]
+__all__ = ["copies", "ensure_pool", "holders", "replicating", "sizes", "surviving"]
 
 
 def _view(jrdd: Any, like: RDD[Any]) -> RDD[Any]:
@@ -61,15 +62,21 @@ def surviving(rdd: RDD[Any], lost: Iterable[int] = ()) -> RDD[Any]:
     return _view(jrdd, rdd)
 
 
-def copies(rdd: RDD[Any]) -> list[int]:
-    """How many executors hold each partition of the cached ``rdd`` (0: lost, or never
-    computed)."""
+def holders(rdd: RDD[Any]) -> list[list[str]]:
+    """The ids of the executors holding each partition of the cached ``rdd`` (none: lost,
+    or never computed)."""
     from dstream.jvm import invoke_static, shim_class
 
     sc = rdd.ctx
     cls = shim_class(sc, "io.dstream.shim.state.Blocks")
-    text = invoke_static(sc, cls, "copies", ("int", rdd.id()), ("int", rdd.getNumPartitions()))
-    return [int(n) for n in str(text).split(",") if n]
+    text = invoke_static(sc, cls, "executors", ("int", rdd.id()), ("int", rdd.getNumPartitions()))
+    return [block.split() for block in str(text).split(";")] if rdd.getNumPartitions() else []
+
+
+def copies(rdd: RDD[Any]) -> list[int]:
+    """How many executors hold each partition of the cached ``rdd`` (0: lost, or never
+    computed)."""
+    return [len(executors) for executors in holders(rdd)]
 
 
 def sizes(rdd: RDD[Any]) -> list[int]:

@@ -44,7 +44,10 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
     cluster: StandaloneCluster,
 ) -> None:
     result = run(cluster, "--seconds", "22", "--kill-at", "11", "--kill", "2")
-    assert len(result["killed"]) == 2 and result["episodes"] >= 1, result["controller"]
+    assert len(result["killed"]) == 2 and result["episodes"] >= 1, (
+        result["controller"],
+        result["holders"],
+    )
     # The killed held the most of the states' partitions (some, at least).
     held = result["holders"]
     survivors = [held.get(e, 0) for e in held if e not in result["killed"]]

@@ -31,18 +31,20 @@ public final class Blocks {
   }
 
   /**
-   * Called from Python: how many executors hold each block of RDD {@code source}, as "n0,n1,..."
-   * (0: the partition's block is lost, or was never cached). One call to the master.
+   * Called from Python: the executors holding each block of RDD {@code source}, their ids
+   * space-separated, the blocks ";"-separated ("" for a lost block). One call to the master.
    */
-  public static String copies(int source, int count) {
-    StringBuilder out = new StringBuilder();
-    for (List<String> holders : holders(source, count)) {
-      if (out.length() > 0) {
-        out.append(',');
+  public static String executors(int source, int count) {
+    List<String> out = new ArrayList<>();
+    for (scala.collection.immutable.Seq<BlockManagerId> ids :
+        CollectionConverters.asJava(master().getLocations(StateBlocks.ids(source, count)))) {
+      List<String> one = new ArrayList<>();
+      for (BlockManagerId id : CollectionConverters.asJava(ids)) {
+        one.add(id.executorId());
       }
-      out.append(holders.size());
+      out.add(String.join(" ", one));
     }
-    return out.toString();
+    return String.join(";", out);
   }
 
   /**
