@@ -208,8 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app.ssc.awaitTerminationOrTimeout(args.seconds)
         # The EM is CPU-bound: on a busy machine the first interval may take longer than
-        # --seconds. Answer from it anyway (up to 10 more minutes) rather than say nothing.
-        if app.latest.wait(600):
+        # --seconds. Answer from it anyway (up to 10 more minutes) rather than say nothing,
+        # once every output of that interval is done: its estimates come to `latest` first,
+        # and stopping then cut off its summary line and its saved files (a fresh-clone run
+        # printed no interval at all).
+        if app.latest.wait(600) and app.latest.time is not None:
+            app.ssc.wait_for_batch(app.latest.time, 600)
             print("slowest links now:", flush=True)
             for s in app.slowest(5):
                 print(
