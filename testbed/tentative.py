@@ -97,41 +97,21 @@ def accuracy(kind: str, tentative: Any, exact: Any, weights: str = "records") ->
     return share / total if total else 1.0
 
 
-def state_holders(streams: Any, at_ms: int = 0) -> dict[str, int]:
+def state_holders(streams: Any) -> dict[str, int]:
     """Executor id -> how many partitions it holds of the states' newest completed
-    intervals (from the block manager master, as the tentative controller asks it); empty
-    until every state has completed an interval at or after ``at_ms`` and every partition
-    of it is held."""
+    intervals (from the block manager master, as the tentative controller asks it)."""
     from dstream.streams.state_base import StateStream
     from dstream.streams.surviving import holders
 
     held: Counter[str] = Counter()
     for s in streams:
-        if not isinstance(s, StateStream):
-            continue
-        try:
-            newest = s._latest_time()
-        except Exception:  # no interval completed yet
-            return {}
-        rdd = s._state_rdd(newest) if newest.ms >= at_ms else None
-        blocks = [] if rdd is None else holders(rdd)
-        if not blocks or not all(blocks):
-            return {}
-        held.update(executor for block in blocks for executor in block)
+        if isinstance(s, StateStream):
+            rdd = s._state_rdd(s._latest_time())
+            blocks = [] if rdd is None else holders(rdd)
+            if not blocks or not all(blocks):
+                raise RuntimeError(f"{s._label}: a completed state's partitions not held")
+            held.update(executor for block in blocks for executor in block)
     return dict(held)
-
-
-def wait_for_state_held(streams: Any, at_ms: int, timeout: float = 300) -> dict[str, int]:
-    """:func:`state_holders` once every state has completed an interval at or after
-    ``at_ms`` whose partitions are all held. The kill waits for the stream's time, not the
-    wall clock's: on a busy machine the first interval once completed 11 s after the start,
-    and a kill then found no checkpoint and one interval of state."""
-    pause, deadline = threading.Event(), time.monotonic() + timeout
-    while not (held := state_holders(streams, at_ms)):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no state interval at {at_ms} completed within {timeout:.0f} s")
-        pause.wait(0.2)
-    return held
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,8 +248,13 @@ def main(argv: list[str] | None = None) -> int:
             # The executors holding the most of the states' newest partitions: killing
             # two that hold none of them loses no state (the scheduler's locality can put
             # every state task on one executor), and there is nothing to be tentative about.
-            at_ms = zero.ms + int(args.kill_at * 1000)
-            held = wait_for_state_held(engine_of(ssc).graph.streams, at_ms)
+            # At the stream's time, not the wall clock's: on a busy machine the first
+            # interval once completed 11 s after the start, and a kill then found no
+            # checkpoint and one interval of state.
+            batch_ms = args.batch * 1000
+            at = zero + Duration(-(-int(args.kill_at * 1000) // batch_ms) * batch_ms)
+            assert ssc.wait_for_batch(at, 300), f"the interval at {at} not done in 300 s"
+            held = state_holders(engine_of(ssc).graph.streams)
             pids = executor_pids(sc.applicationId)
             result["holders"] = held
             chosen = sorted(pids, key=lambda e: (-held.get(e, 0), int(e)))

@@ -20,11 +20,16 @@ public final class Blocks {
     return SparkEnv.get().blockManager().master();
   }
 
+  /** Who holds each of the {@code count} blocks of RDD {@code source}: one call to the master. */
+  private static List<scala.collection.immutable.Seq<BlockManagerId>> locations(
+      int source, int count) {
+    return CollectionConverters.asJava(master().getLocations(StateBlocks.ids(source, count)));
+  }
+
   /** The task locations of each of the {@code count} blocks of RDD {@code source}. */
   static List<List<String>> holders(int source, int count) {
     List<List<String>> out = new ArrayList<>();
-    for (scala.collection.immutable.Seq<BlockManagerId> ids :
-        CollectionConverters.asJava(master().getLocations(StateBlocks.ids(source, count)))) {
+    for (scala.collection.immutable.Seq<BlockManagerId> ids : locations(source, count)) {
       out.add(StateBlocks.asLocations(ids));
     }
     return out;
@@ -36,8 +41,7 @@ public final class Blocks {
    */
   public static String executors(int source, int count) {
     List<String> out = new ArrayList<>();
-    for (scala.collection.immutable.Seq<BlockManagerId> ids :
-        CollectionConverters.asJava(master().getLocations(StateBlocks.ids(source, count)))) {
+    for (scala.collection.immutable.Seq<BlockManagerId> ids : locations(source, count)) {
       List<String> one = new ArrayList<>();
       for (BlockManagerId id : CollectionConverters.asJava(ids)) {
         one.add(id.executorId());
