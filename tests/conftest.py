@@ -70,6 +70,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = faults + [i for i in items if id(i) not in chosen]
 
 
+# Optional: the tiers that run without pytest-xdist (make test-pythons) load this file too.
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
