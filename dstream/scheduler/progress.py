@@ -30,7 +30,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dstream.listener import BatchInfo, StreamingListener
@@ -46,10 +46,7 @@ __all__ = ["ConsoleProgress", "ProgressTracker", "human_time", "progress_record"
 
 
 def _utc(ms: int) -> str:
-    return (
-        datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
-        + "Z"
-    )
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _rate(rows: int, ms: int | None) -> float:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from dstream.time import Duration, Interval, Time, to_duration, to_time
-
-UTC = timezone.utc
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from dstream import Time
 from dstream.timetext import parse_when
-
-UTC = timezone.utc
 
 
 def local(y: int, mo: int, d: int, h: int, mi: int, s: int = 0, ms: int = 0) -> Time:
