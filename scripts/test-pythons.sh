@@ -33,6 +33,15 @@ rm -rf "$root/dist"
 DSTREAM_REQUIRE_SHIM=1 .venv/bin/python -m pip wheel --quiet --no-deps -w "$root/dist" .
 wheel="$(ls "$root"/dist/pyspark_dstream-*.whl)"
 
+# pyspark is an sdist only (456 MB): pip downloaded and built it again for every Python (its
+# wheel cache is per interpreter; 2:00 of each Python's 3:30 on 2026-12-02). Its wheel is pure
+# Python: built once for the range the package declares, kept in build/ between runs, and
+# found there by every Python's pip (a newer pyspark within the range is built once again).
+wheelhouse="$root/wheelhouse"
+pyspark_range="$(.venv/bin/python -c 'import tomllib; print(next(d for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"] if d.startswith("pyspark")))')"
+export PIP_FIND_LINKS="$wheelhouse${PIP_FIND_LINKS:+ $PIP_FIND_LINKS}"
+.venv/bin/python -m pip wheel --quiet --no-deps -w "$wheelhouse" "$pyspark_range"
+
 for v in "$@"; do
   python="$(find_python "$v")"
   env="$root/py$v"
