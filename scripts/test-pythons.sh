@@ -38,7 +38,9 @@ wheel="$(ls "$root"/dist/pyspark_dstream-*.whl)"
 # Python: built once for the range the package declares, kept in build/ between runs, and
 # found there by every Python's pip (a newer pyspark within the range is built once again).
 wheelhouse="$root/wheelhouse"
-pyspark_range="$(.venv/bin/python -c 'import tomllib; print(next(d for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"] if d.startswith("pyspark")))')"
+pyspark_range="$(.venv/bin/python -c 'import tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+print(next(d for d in deps if d.startswith("pyspark")))')"
 export PIP_FIND_LINKS="$wheelhouse${PIP_FIND_LINKS:+ $PIP_FIND_LINKS}"
 .venv/bin/python -m pip wheel --quiet --no-deps -w "$wheelhouse" "$pyspark_range"
 
