@@ -116,6 +116,7 @@ def _shim_jar(package_dir: Path) -> Path:
 #: The jar, as package data (``jvm-shim/build.sh`` puts it there; a wheel ships it).
 SHIM_JAR: Final[Path] = _shim_jar(Path(__file__).resolve().parent)
 RECORDER_CLASS: Final = "io.dstream.shim.EventRecorder"
+SHUFFLES_CLASS: Final = "io.dstream.shim.shuffle.Shuffles"
 
 
 class ShimMissingError(RuntimeError):
@@ -230,3 +231,37 @@ def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any
 
 # Parameter types invoke_static takes by their Java names, and the boxes holding their TYPE.
 _PRIMITIVES: Final = {"int": "Integer", "long": "Long", "boolean": "Boolean", "double": "Double"}
+
+
+_kryo_lock = threading.Lock()
+_kryo: dict[str, Any] = {}  # application id -> the shim's Shuffles class (None: off)
+
+#: The SparkConf key that turns :func:`share_kryo` off (``false``); on by default.
+SHARED_KRYO_CONF: Final = "spark.dstream.shuffle.sharedKryo"
+
+
+def share_kryo(rdd: Any) -> int:
+    """Give the PySpark shuffles in ``rdd``'s lineage that Spark has not built yet one Kryo
+    pool per JVM (``io.dstream.shim.shuffle.SharedKryo``: the same bytes; a task no longer
+    builds a Kryo of its own, bench/README "One Kryo pool per JVM"); returns how many were
+    set. Off with ``spark.dstream.shuffle.sharedKryo=false``; without the shim nothing
+    changes (each task builds its own Kryo, as in plain PySpark)."""
+    sc = rdd.ctx
+    app = sc.applicationId
+    with _kryo_lock:
+        if app not in _kryo:
+            on = sc.getConf().get(SHARED_KRYO_CONF, "true").strip().lower()
+            if on not in ("true", "false"):
+                raise ValueError(
+                    f"{SHARED_KRYO_CONF}={on!r} must be true (one Kryo pool per JVM for "
+                    "the engine's shuffles, the default) or false (a Kryo per task)"
+                )
+            try:
+                cls = executor_class(sc, SHUFFLES_CLASS) if on == "true" else None
+            except ShimMissingError:
+                cls = None
+            _kryo[app] = cls
+        cls = _kryo[app]
+    if cls is None:
+        return 0
+    return int(invoke_static(sc, cls, "share", ("org.apache.spark.rdd.RDD", rdd._jrdd.rdd())))

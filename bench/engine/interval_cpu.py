@@ -8,6 +8,7 @@ interval (committed minus batch time) shows whether the program keeps up.
 
     .venv/bin/python -m bench.engine.interval_cpu
     .venv/bin/python -m bench.engine.interval_cpu --parallelism 2
+    .venv/bin/python -m bench.engine.interval_cpu --conf spark.dstream.shuffle.sharedKryo=false
 
 The tests' JVM options (C1 only, SerialGC: tests/conftest.py) unless ``--jvm-default``.
 """
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--parallelism", type=int, default=4, help="spark.default.parallelism")
     p.add_argument("--jvm-default", action="store_true", help="the JVM's own JIT and GC")
+    p.add_argument("--conf", action="append", default=[], help="KEY=VALUE for the app's Spark")
     args = p.parse_args(argv)
     if not args.jvm_default:
         os.environ["JDK_JAVA_OPTIONS"] = TESTS_JVM
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             *("--master", "local-cluster[2,1,1024]"),
             *("--conf", f"spark.default.parallelism={args.parallelism}"),
+            *(arg for setting in args.conf for arg in ("--conf", setting)),
             *("--batch", "2000ms", "--checkpoint-every", "4000ms", "--window-strategy", "replay"),
         ],
     )
@@ -104,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     lags = [round((b["done_ms"] - b["batch_ms"]) / 1000, 1) for b in app.batches]
     report = {
         "parallelism": args.parallelism,
+        "conf": args.conf,
         "jvm": "default" if args.jvm_default else TESTS_JVM,
         "intervals": [n0, n1],
         "cpu_s_per_interval": per_interval,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.errors import UserFunctionError
 from dstream.functions import UserFunction
+from dstream.jvm import share_kryo
 from dstream.streams.base import DStreamCore
 from dstream.time import Time
 
@@ -78,6 +79,7 @@ class OutputDStream(DStreamCore[Any]):
         rdd = self._get_or_compute(time)
         if rdd is None:
             return None
+        share_kryo(rdd)
         fn, label = self._fn, self._label
         if self._gives_tentative:  # the exact result, as a tentative one is marked
             rdd.tentative = False  # type: ignore[attr-defined]
