@@ -7,7 +7,8 @@ tests' JVM options): ``--warmup`` jobs, then ``--jobs`` jobs of a 4-partition
 ``KryoSerializer`` inside every task, so every task builds a Kryo) or given the shared
 serializer with :func:`dstream.jvm.share_kryo`. Reported: CPU-seconds of the executor JVMs,
 of the driver JVM and of the Python processes over the measured jobs (``/proc``), and the
-wall time; runs alternate on/off ``--pairs`` times, medians and the ratio printed last.
+wall time; runs alternate on/off ``--pairs`` times, medians and the ratio printed last
+(and written with every run to ``bench/results/shared_kryo.json``).
 
     .venv/bin/python -m bench.engine.shared_kryo --pairs 3
 """
@@ -22,9 +23,11 @@ import subprocess
 import sys
 import time
 from operator import add
+from pathlib import Path
 from typing import Any
 
 TESTS_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "shared_kryo.json"
 
 
 def one_run(shared: bool, warmup: int, jobs: int) -> dict[str, Any]:
@@ -86,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("executor JVMs", "driver JVM", "wall"):
         off, on = median(False, key), median(True, key)
         summary[key] = {"per task": off, "shared": on, "ratio": round(on / off, 3)}
-    print(json.dumps({"medians": summary, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))
+    report = {"medians": summary, "runs": runs, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["medians"], indent=2))
+    print(f"written to {RESULTS}")
     return 0
 
 
