@@ -1,12 +1,15 @@
 """The JVM shim's jar when dstream is imported from a zip (``--py-files dstream.zip``): a
-JVM cannot load a jar inside a zip, so it is copied out once, by content."""
+JVM cannot load a jar inside a zip, so it is copied out once, by content. And the Spark
+setting that turns the shim's shared Kryo off."""
 
 from __future__ import annotations
 
 import zipfile
 from pathlib import Path
 
-from dstream.jvm import _shim_jar
+import pytest
+
+from dstream.jvm import SHARED_KRYO_CONF, _shim_jar, share_kryo
 
 
 def test_a_jar_inside_a_zip_is_copied_out_once_by_content(tmp_path: Path) -> None:
@@ -30,3 +33,31 @@ def test_a_zip_without_the_jar_names_where_it_was_looked_for(tmp_path: Path) -> 
     with zipfile.ZipFile(shipped, "w") as z:
         z.writestr("dstream/__init__.py", "")
     assert _shim_jar(shipped / "dstream") == shipped / "dstream" / "jars" / "dstream-shim.jar"
+
+
+class _Conf:
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def get(self, key: str, default: str) -> str:
+        return default if self.value is None else self.value
+
+
+class _Context:
+    def __init__(self, app: str, value: str | None) -> None:
+        self.applicationId, self._conf = app, _Conf(value)
+
+    def getConf(self) -> _Conf:
+        return self._conf
+
+
+class _RDD:
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+
+
+def test_shared_kryo_is_turned_off_by_its_spark_setting_and_a_wrong_value_is_named() -> None:
+    # Off: nothing is walked (no JVM is reached: the fake context has none).
+    assert share_kryo(_RDD(_Context("app-off", " False "))) == 0
+    with pytest.raises(ValueError, match=f"{SHARED_KRYO_CONF}='yes' must be true .* or false"):
+        share_kryo(_RDD(_Context("app-wrong", "yes")))
