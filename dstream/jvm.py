@@ -250,10 +250,11 @@ def share_kryo(rdd: Any) -> int:
     app = sc.applicationId
     with _kryo_lock:
         if app not in _kryo:
-            on = sc.getConf().get(SHARED_KRYO_CONF, "true").strip().lower()
+            given = sc.getConf().get(SHARED_KRYO_CONF, "true")
+            on = given.strip().lower()
             if on not in ("true", "false"):
                 raise ValueError(
-                    f"{SHARED_KRYO_CONF}={on!r} must be true (one Kryo pool per JVM for "
+                    f"{SHARED_KRYO_CONF}={given!r} must be true (one Kryo pool per JVM for "
                     "the engine's shuffles, the default) or false (a Kryo per task)"
                 )
             try:

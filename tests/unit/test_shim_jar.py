@@ -59,5 +59,5 @@ class _RDD:
 def test_shared_kryo_is_turned_off_by_its_spark_setting_and_a_wrong_value_is_named() -> None:
     # Off: nothing is walked (no JVM is reached: the fake context has none).
     assert share_kryo(_RDD(_Context("app-off", " False "))) == 0
-    with pytest.raises(ValueError, match=f"{SHARED_KRYO_CONF}='yes' must be true .* or false"):
-        share_kryo(_RDD(_Context("app-wrong", "yes")))
+    with pytest.raises(ValueError, match=f"{SHARED_KRYO_CONF}='Yes' must be true .* or false"):
+        share_kryo(_RDD(_Context("app-wrong", "Yes")))
