@@ -29,7 +29,18 @@ def run_elastic(*options: str) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr[-5000:]
     (line,) = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     result: dict[str, Any] = json.loads(line)
+    result["log"] = proc.stderr  # the per-interval lines, and Spark's errors (executors lost)
     return result
+
+
+def check_explained(run: dict[str, Any]) -> None:
+    """check_followed_the_load, failing with what the run did and printed: a failure is a
+    finding, and the run's log is what explains it."""
+    try:
+        check_followed_the_load(run)
+    except AssertionError as exc:
+        facts = {k: run[k] for k in ("actions", "live", "jvms", "schedule", "seconds")}
+        raise AssertionError(f"{exc}\n{json.dumps(facts)}\n{run['log'][-8000:]}") from exc
 
 
 def check_followed_the_load(run: dict[str, Any]) -> None:
@@ -58,10 +69,10 @@ def check_followed_the_load(run: dict[str, Any]) -> None:
 
 
 def test_executors_follow_the_load_and_every_total_is_exact_when_removal_decommissions() -> None:
-    check_followed_the_load(run_elastic("--decommission"))
+    check_explained(run_elastic("--decommission"))
 
 
 @pytest.mark.full
 def test_executors_follow_the_load_and_every_total_is_exact_when_removal_kills() -> None:
     # A killing scale-down waits for the states' checkpoint: more light intervals after.
-    check_followed_the_load(run_elastic("--light-after", "6"))
+    check_explained(run_elastic("--light-after", "6"))

@@ -35,6 +35,7 @@ import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.scheduler.TaskInfo;
 import org.apache.spark.status.api.v1.ExecutorSummary;
+import org.apache.spark.storage.BlockManagerId;
 import org.apache.spark.util.Utils;
 import scala.Option;
 import scala.collection.Iterator;
@@ -79,7 +80,9 @@ import scala.collection.Iterator;
  *       empty.
  *   <li>{@code snapshot} on EXECUTOR_ADDED is true for executors that were already registered
  *       when {@link #install} attached the recorder (their {@code time} is the registration time
- *       recorded by Spark's status store, their {@code host} the executor's block-manager host).
+ *       recorded by Spark's status store, their {@code host} the executor's block-manager host;
+ *       one the status store has not heard of yet but the block manager master has: the time of
+ *       the snapshot, {@code total_cores} 0).
  *   <li>{@code host} on EXECUTOR_REMOVED is the host last seen in an EXECUTOR_ADDED record for
  *       that executor, null if unknown.
  * </ul>
@@ -420,6 +423,30 @@ public class EventRecorder extends SparkListener {
                 .str("host", host)
                 .add("time", added == null ? System.currentTimeMillis() : added.getTime())
                 .add("total_cores", summary.totalCores())
+                .add("snapshot", true)
+                .toString());
+      }
+      // The status store hears of an executor from its own listener queue, which may not have
+      // reached an ExecutorAdded that the shared queue delivered before this recorder joined
+      // it: such an executor would be known to neither (and an elastic step that does not
+      // know it removes the wrong ones). The block manager master registers executors
+      // synchronously, so every executor registered by now is there.
+      Iterator<BlockManagerId> managers =
+          sc.env().blockManager().master().getMemoryStatus().keysIterator();
+      while (managers.hasNext()) {
+        BlockManagerId manager = managers.next();
+        String id = manager.executorId();
+        if ("driver".equals(id) || executorHosts.containsKey(id) || removedExecutors.contains(id)) {
+          continue;
+        }
+        String host = local ? Utils.localHostName() : manager.host();
+        executorHosts.put(id, host);
+        buffer.add(
+            new Line("EXECUTOR_ADDED")
+                .str("executor_id", id)
+                .str("host", host)
+                .add("time", System.currentTimeMillis())
+                .add("total_cores", 0) // not known there; nothing reads it
                 .add("snapshot", true)
                 .toString());
       }
