@@ -428,9 +428,9 @@ public class EventRecorder extends SparkListener {
       }
       // The status store hears of an executor from its own listener queue, which may not have
       // reached an ExecutorAdded that the shared queue delivered before this recorder joined
-      // it: such an executor would be known to neither (and an elastic step that does not
-      // know it removes the wrong ones). The block manager master registers executors
-      // synchronously, so every executor registered by now is there.
+      // it: such an executor would be known to neither (the monitor would count one executor
+      // short, and an elastic step would never remove it). The block manager master registers
+      // executors synchronously, so every executor registered by now is there.
       Iterator<BlockManagerId> managers =
           sc.env().blockManager().master().getMemoryStatus().keysIterator();
       while (managers.hasNext()) {
