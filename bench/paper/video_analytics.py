@@ -15,6 +15,11 @@
 ``queries``: the Fig. 14b ad-hoc queries (video/queries.py; RDD and SQL forms) on the track
   stream's state at one interval, timed against the number of sessions in the state, and
   the state's size per session (pickled record; snapshot file after a compaction).
+``probe``: one sustain probe at ``--start-sessions`` per ``--batch``, printed (not saved),
+  with ``--conf KEY=VALUE`` Spark settings: how a setting moves an interval's cost.
+``loads``: ``--repeats`` probes at each of ``--sessions`` on one warmed context of
+  ``--master``, their medians (loads-<master>-<batch>s.json): the Fig. 14a comparison of
+  one and two executors at the same loads, which single probes are too noisy for.
 ``report``: a table (markdown, stdout and report.md) and plots from the JSON results.
 
     .venv/bin/python -m bench.paper.video_analytics sustain --batch 1 2 --master 'local[2]'
@@ -51,7 +56,7 @@ from bench.paper.throughput_search import Criteria, ProbeSummary, search, summar
 RESULTS = ROOT / "bench" / "results" / "video"
 
 
-def spark_context(master: str, partitions: int) -> Any:
+def spark_context(master: str, partitions: int, settings: tuple[str, ...] = ()) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
 
@@ -62,6 +67,11 @@ def spark_context(master: str, partitions: int) -> Any:
         .set("spark.ui.enabled", "false")
         .set("spark.default.parallelism", str(partitions))
     )
+    for setting in settings:  # --conf KEY=VALUE, after the recommended ones
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--conf {setting!r} must be KEY=VALUE, e.g. spark.locality.wait=0")
+        conf.set(key, value)
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     return sc
@@ -145,11 +155,37 @@ def sustain_probe(sc: Any, sessions: int, batch_s: float, args: argparse.Namespa
     return summary
 
 
+def jvm_warmup(sc: Any, args: argparse.Namespace) -> None:
+    """One unjudged probe of ``--jvm-warmup-s`` seconds before the measured ones: the driver's
+    and every executor's JVM compile the hot paths of the monitor's jobs (C2 was the JVMs'
+    largest CPU user in the first minute), so that the probes measure the program and not
+    that. Two executor JVMs compile twice as much as one on the same cores, which is what
+    made local-cluster[2,...] look slower than local-cluster[1,...] (bench/README.md)."""
+    warm = argparse.Namespace(**{**vars(args), "warmup_s": args.jvm_warmup_s, "measure_s": 5.0})
+    print(f"warming the JVMs up for {args.jvm_warmup_s:g} s (not judged)", flush=True)
+    sustain_probe(sc, min(args.start_sessions, 1000), args.batch[0], warm)
+
+
 def run_sustain(args: argparse.Namespace) -> None:
-    sc = spark_context(args.master, args.partitions or 2)
+    sc = spark_context(args.master, args.partitions or 2, tuple(args.conf))
     try:
+        if args.jvm_warmup_s > 0:
+            jvm_warmup(sc, args)
         for batch_s in args.batch:
             criteria = Criteria(round(batch_s * 1000), round(batch_s * 1000))
+            if args.part == "probe":  # one probe at --start-sessions, printed, not saved
+                summary = sustain_probe(sc, args.start_sessions, batch_s, args)
+                print(
+                    json.dumps(
+                        {
+                            "master": args.master,
+                            "conf": args.conf,
+                            "verdict": verdict(summary, criteria),
+                        }
+                    ),
+                    flush=True,
+                )
+                continue
             if args.smoke:  # one probe, whatever its verdict (the machine may be busy)
                 summary = sustain_probe(sc, args.start_sessions, batch_s, args)
                 ok, why = verdict(summary, criteria)
@@ -178,6 +214,37 @@ def run_sustain(args: argparse.Namespace) -> None:
             save(args.out, f"sustain-{safe(args.master)}-{batch_s}s.json", record)
     finally:
         sc.stop()
+
+
+def run_loads(args: argparse.Namespace) -> None:
+    """``loads``: at each of ``--sessions``, ``--repeats`` probes on one warmed SparkContext
+    of ``--master``; the median of their mean processing times and p95 latencies. Repeated
+    probes of one load on this machine vary by up to 1.8x (608-1,101 ms), more than a
+    bisection over single probes can tell apart."""
+    sc = spark_context(args.master, args.partitions or 2, tuple(args.conf))
+    rows: list[dict[str, Any]] = []
+    try:
+        batch_s = args.batch[0]
+        if args.jvm_warmup_s > 0:
+            jvm_warmup(sc, args)
+        for sessions in args.sessions:
+            probes = [sustain_probe(sc, sessions, batch_s, args) for _ in range(args.repeats)]
+            row = {
+                "sessions": sessions,
+                "mean_processing_ms": [round(p.mean_processing_ms) for p in probes],
+                "p95_latency_ms": [p.to_json()["p95_latency_ms"] for p in probes],
+                "median_processing_ms": statistics.median(p.mean_processing_ms for p in probes),
+                "median_p95_latency_ms": statistics.median(p.p95_latency_ms for p in probes),
+            }
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    finally:
+        sc.stop()
+    record = {"part": "loads", "master": args.master, "batch_s": args.batch[0], "rows": rows}
+    for row in rows:  # JSON has no infinity: a latency that never ended is null
+        if row["median_p95_latency_ms"] == float("inf"):
+            row["median_p95_latency_ms"] = None
+    save(args.out, f"loads-{safe(args.master)}-{args.batch[0]}s.json", record)
 
 
 def safe(master: str) -> str:
@@ -351,7 +418,7 @@ def plot(out: Path, sustain: list[dict[str, Any]], runs: list[dict[str, Any]]) -
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("part", nargs="?", choices=["sustain", "queries", "report"])
+    p.add_argument("part", nargs="?", choices=["sustain", "probe", "loads", "queries", "report"])
     p.add_argument("--smoke", action="store_true", help="every part, tiny, in a temp directory")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--batch", type=float, nargs="+", default=[1.0, 2.0], help="seconds")
@@ -365,11 +432,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", type=int, default=None, help="state partitions")
     p.add_argument("--group-partitions", type=int, default=None)
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument(
+        "--jvm-warmup-s",
+        type=float,
+        default=90.0,
+        help="an unjudged probe first, for the JVMs' compilers (0: none)",
+    )
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the probe's SparkContext (repeatable)",
+    )
     args = p.parse_args(argv)
     if args.smoke:
         args.out = Path(tempfile.mkdtemp(prefix="video-bench-smoke-"))
         args.batch, args.start_sessions = [1.0], 300
-        args.warmup_s, args.measure_s = 2.0, 2.0
+        args.warmup_s, args.measure_s, args.jvm_warmup_s = 2.0, 2.0, 0.0
         args.sessions, args.repeats = [500], 1
         run_sustain(args)
         run_queries(args)
@@ -378,6 +458,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.part is None:
         p.error("name a part (sustain, queries, report) or --smoke")
+    if args.part == "probe":
+        run_sustain(args)
+        return 0
+    if args.part == "loads":
+        run_loads(args)
+        return 0
     if args.part == "sustain":
         run_sustain(args)
     elif args.part == "queries":
