@@ -47,11 +47,15 @@ def _kind(pid: int) -> str | None:
 
 
 def cpu_by_kind(root_pid: int) -> dict[str, float]:
-    """CPU-seconds so far of ``root_pid``'s process tree, by kind of process."""
+    """CPU-seconds so far of ``root_pid``'s process tree, by kind of process; ``root_pid``
+    itself, a Python driver, counts as "driver Python" (a benchmark measuring itself, not
+    apps/recoverable.py). Processes that exited meanwhile drop out of the sums."""
     found: dict[str, float] = {}
     ticks = os.sysconf("SC_CLK_TCK")
     for pid in process_tree(root_pid):
         kind = _kind(pid)
+        if pid == root_pid and kind == "Python workers":
+            kind = "driver Python"
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:

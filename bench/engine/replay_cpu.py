@@ -5,7 +5,8 @@ in the past (no live run), then replays them with StreamingContext.replay at ful
 ``--rounds`` times over the same files on one SparkContext (local[2]), the first round
 unreported (the JVM's compilers, Python workers forked). Per round: wall time per interval
 and CPU-seconds per interval of the driver's Python, the driver's JVM (which on local[2]
-also runs the tasks) and the Python workers, from ``/proc/<pid>/stat`` of the process tree.
+also runs the tasks) and the Python workers, from ``/proc/<pid>/stat`` of the process tree
+(``bench.engine.interval_cpu.cpu_by_kind``).
 Add a JFR recording of the driver's JVM to see inside it (bench/README.md, "Live queries
 and replay").
 
@@ -23,24 +24,10 @@ import time
 from pathlib import Path
 
 from bench.common.spark import spark_context
-from bench.engine.interval_cpu import _kind
+from bench.engine.interval_cpu import cpu_by_kind
 from bench.engine.replay import program
 from dstream import StreamingContext, Time
 from dstream.sources.textgen import generate_lines
-from testbed.processes import process_tree
-
-
-def _cpu() -> dict[int, tuple[str, float]]:
-    ticks = os.sysconf("SC_CLK_TCK")
-    found = {}
-    for pid in process_tree(os.getpid()):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        kind = "driver Python" if pid == os.getpid() else (_kind(pid) or "other")
-        found[pid] = (kind, (int(fields[11]) + int(fields[12])) / ticks)
-    return found
 
 
 def main() -> int:
@@ -62,16 +49,14 @@ def main() -> int:
     rounds = []
     try:
         for r in range(args.rounds):
-            before, began = _cpu(), time.perf_counter()
+            before, began = cpu_by_kind(os.getpid()), time.perf_counter()
             report = StreamingContext.replay(
                 lambda r=r: program(sc, str(indir), str(work / f"out-{r}"), args.program),
                 Time(start * 1000),
                 Time((start + args.intervals) * 1000),
             )
-            seconds, after = time.perf_counter() - began, _cpu()
-            per_kind: dict[str, float] = {}
-            for pid, (kind, cpu) in after.items():
-                per_kind[kind] = per_kind.get(kind, 0.0) + cpu - before.get(pid, (kind, 0.0))[1]
+            seconds, after = time.perf_counter() - began, cpu_by_kind(os.getpid())
+            per_kind = {k: v - before.get(k, 0.0) for k, v in after.items()}
             row = {
                 "round": r,
                 "intervals": report.intervals,

@@ -160,7 +160,7 @@ def jvm_warmup(sc: Any, args: argparse.Namespace) -> None:
     and every executor's JVM compile the hot paths of the monitor's jobs (C2 was the JVMs'
     largest CPU user in the first minute), so that the probes measure the program and not
     that. Two executor JVMs compile twice as much as one on the same cores, which is what
-    made local-cluster[2,...] look slower than local-cluster[1,...] (bench/README.md)."""
+    made local-cluster[2,...] look slower than local-cluster[1,...] (apps/video/README.md)."""
     warm = argparse.Namespace(**{**vars(args), "warmup_s": args.jvm_warmup_s, "measure_s": 5.0})
     print(f"warming the JVMs up for {args.jvm_warmup_s:g} s (not judged)", flush=True)
     sustain_probe(sc, min(args.start_sessions, 1000), args.batch[0], warm)
@@ -231,7 +231,7 @@ def run_loads(args: argparse.Namespace) -> None:
             probes = [sustain_probe(sc, sessions, batch_s, args) for _ in range(args.repeats)]
             row = {
                 "sessions": sessions,
-                "mean_processing_ms": [round(p.mean_processing_ms) for p in probes],
+                "mean_processing_ms": [p.to_json()["mean_processing_ms"] for p in probes],
                 "p95_latency_ms": [p.to_json()["p95_latency_ms"] for p in probes],
                 "median_processing_ms": statistics.median(p.mean_processing_ms for p in probes),
                 "median_p95_latency_ms": statistics.median(p.p95_latency_ms for p in probes),
@@ -241,9 +241,10 @@ def run_loads(args: argparse.Namespace) -> None:
     finally:
         sc.stop()
     record = {"part": "loads", "master": args.master, "batch_s": args.batch[0], "rows": rows}
-    for row in rows:  # JSON has no infinity: a latency that never ended is null
-        if row["median_p95_latency_ms"] == float("inf"):
-            row["median_p95_latency_ms"] = None
+    for row in rows:  # JSON has no infinity: a probe without a result is null
+        for key in ("median_processing_ms", "median_p95_latency_ms"):
+            if row[key] == float("inf"):
+                row[key] = None
     save(args.out, f"loads-{safe(args.master)}-{args.batch[0]}s.json", record)
 
 
@@ -302,7 +303,9 @@ def query_run(sc: Any, sessions: int, args: argparse.Namespace) -> dict[str, Any
             result[f"rdd_{name}_ms"], result[name] = median_time(fn, args.repeats)
         result["register_view_ms"], _ = median_time(lambda: queries.register_view(spark, rdd), 1)
         for name in queries.SQL:
-            query = queries.SQL[name].format(view="sessions", customer="streamco", n=5)
+            query = queries.SQL[name].format(
+                view="sessions", customer="streamco", n=5, kbps=queries.DEFAULT_KBPS
+            )
             result[f"sql_{name}_ms"], _ = median_time(
                 lambda q=query: spark.sql(q).collect(), args.repeats
             )
@@ -457,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"smoke results in {args.out}", flush=True)
         return 0
     if args.part is None:
-        p.error("name a part (sustain, queries, report) or --smoke")
+        p.error("name a part (sustain, probe, loads, queries, report) or --smoke")
     if args.part == "probe":
         run_sustain(args)
         return 0
