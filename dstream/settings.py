@@ -149,6 +149,11 @@ class StreamingSettings:
     # How many intervals may have jobs running at once (timestep pipelining). 1 runs the
     # intervals strictly one after the other, as pyspark.streaming does by default.
     pipelining_depth: int = 1
+    # A replay at speed "max" of a stateless program (text files in, per-record operators,
+    # at most one reduceByKey, saveAsTextFiles out) computes up to this many intervals as
+    # one Spark job; each interval's output is still committed by its own interval
+    # (docs/replay.md). 1: one job per interval, as live.
+    replay_stretch: int = 32
     # A file modified up to this long before its interval (rounded up to whole batches) is
     # on time; the files each interval read are kept on record at least this long, and a
     # restarted driver counts older files that are not on record as read before it.
@@ -234,6 +239,7 @@ class StreamingSettings:
                 zero_ok = f.name in _ZERO_ALLOWED
                 _set(self, f.name, to_duration(value, f"{owner} {f.name}", allow_zero=zero_ok))
         _int(owner, "pipelining_depth", self.pipelining_depth, 1, "1 (one interval at a time)")
+        _int(owner, "replay_stretch", self.replay_stretch, 1, "32 (1: one job per interval)")
         _int(owner, "receiver_max_buffered", self.receiver_max_buffered, 1, "100000")
         _int(owner, "output_retries", self.output_retries, 0, "2 (0: no retry)")
         _int(owner, "checkpoint_retries", self.checkpoint_retries, 0, "2 (0: no retry)")

@@ -63,7 +63,9 @@ class KeyedOps(StatelessOps[T]):
         uf = self._user("reduceByKey", func)
         g = uf.guarded()
         n = self._num_partitions(numPartitions, "reduceByKey")
-        return self._rdd_op("reduceByKey", lambda rdd: rdd.reduceByKey(g, n), [uf])
+        reduced = self._rdd_op("reduceByKey", lambda rdd: rdd.reduceByKey(g, n), [uf])
+        reduced._node._keyed_reduce = (g, n)  # type: ignore[attr-defined]
+        return reduced
 
     def groupByKey(self, numPartitions: int | None = None) -> DStream[tuple[Any, Iterable[Any]]]:
         """Group the values of each key of each interval."""

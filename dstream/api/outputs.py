@@ -137,7 +137,7 @@ class OutputOps(StateOps[T]):
             info = {"time_ms": time.ms, "fidelity": getattr(rdd, "fidelity", None)}
             write_tentative(filesystem_for(path, rdd.context), path, rdd.saveAsTextFile, info)
 
-        _output(
+        output = _output(
             self,
             save,
             name="saveAsTextFiles",
@@ -145,6 +145,7 @@ class OutputOps(StateOps[T]):
             tentative_fn=save_tentative,
             priority=priority,
         )
+        output._text_target = (prefix, suffix)
 
     def save(self, sink: Callable[..., None], name: str | None = None) -> None:
         """Write every interval to an external system, exactly once.
@@ -216,8 +217,10 @@ class OutputInterval:
     epoch: int
 
 
-def _output(parent: OutputOps[Any], fn: Callable[[Time, RDD[Any]], None], **kwargs: Any) -> None:
-    OutputDStream(parent._node, fn, **kwargs)
+def _output(
+    parent: OutputOps[Any], fn: Callable[[Time, RDD[Any]], None], **kwargs: Any
+) -> OutputDStream:
+    return OutputDStream(parent._node, fn, **kwargs)
 
 
 def _check_tentative(operation: str, tentative: object, priority: object) -> None:

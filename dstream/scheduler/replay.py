@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dstream.clock import ManualClock, SystemClock, programs_use
 from dstream.listener import StreamingListener
 from dstream.scheduler.engine import engine_of
+from dstream.scheduler.stretch import ReplayStretch
 from dstream.time import Time
 from dstream.timetext import parse_when
 
@@ -39,13 +40,15 @@ _SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*$")
 @dataclass(frozen=True)
 class ReplayReport:
     """What a replay ran: its intervals (``first`` to ``last``), the input records they
-    read, and how long it took."""
+    read, how long it took, and how many of its intervals were computed in stretches of
+    many intervals per job (``stretched``; see :mod:`dstream.scheduler.stretch`)."""
 
     first: Time
     last: Time
     intervals: int
     records: int
     seconds: float
+    stretched: int = 0
 
     @property
     def records_per_second(self) -> float:
@@ -85,21 +88,29 @@ def drive(
     batch = engine.batch_duration
     first = clock.now().floor(batch) + batch
     last = end.floor(batch) if end.floor(batch) >= first else first
+    graph = engine.graph
+    stretch = ReplayStretch.of(graph, last) if speed is None else None
+    graph.stretch = stretch  # before the first interval is generated
     began = _time.perf_counter()
     pause = threading.Event()
     t = first
-    while t <= last:
-        clock.set_time(t)
-        if speed is None:
-            if not ssc.wait_for_batch(t, None):
-                break
-        else:
-            pause.wait(batch.total_seconds() / speed)
-        t = t + batch
-    ssc.wait_for_batch(last, None)
+    try:
+        while t <= last:
+            clock.set_time(t)
+            if speed is None:
+                if not ssc.wait_for_batch(t, None):
+                    break
+            else:
+                pause.wait(batch.total_seconds() / speed)
+            t = t + batch
+        ssc.wait_for_batch(last, None)
+    finally:
+        graph.stretch = None
     seconds = _time.perf_counter() - began
     engine.bus.wait_until_empty(60)
-    return ReplayReport(first, last, (last.ms - first.ms) // batch.ms + 1, counter.records, seconds)
+    intervals = (last.ms - first.ms) // batch.ms + 1
+    stretched = 0 if stretch is None else stretch.stretched
+    return ReplayReport(first, last, intervals, counter.records, seconds, stretched)
 
 
 @dataclass(frozen=True)

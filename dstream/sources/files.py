@@ -158,6 +158,9 @@ class FileInputDStream(InputDStream):
         )
 
     def _read(self, time: Time) -> RDD[Any] | None:
+        stretch = self._graph.stretch
+        if stretch is not None and stretch.covers(time):  # one job reads the stretch's files
+            return None
         paths = self._batch_files.get(time)
         if paths is None:
             if self._listed_until is not None and time <= self._listed_until:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dstream.clock import Clock
     from dstream.functions import UserFunction
     from dstream.listener import ListenerBus
+    from dstream.scheduler.stretch import ReplayStretch
     from dstream.settings import StreamingSettings
     from dstream.sources.base import InputDStream
     from dstream.storage.journal import JournalRecord
@@ -123,6 +124,9 @@ class DStreamGraph:
         self._remember_duration: Duration | None = None
         # One lock for every stream's per-time RDD table (see DStreamCore._lock).
         self.lock = threading.RLock()
+        # While a replay computes stretches of intervals as one job
+        # (dstream.scheduler.stretch.ReplayStretch); None otherwise.
+        self.stretch: ReplayStretch | None = None
 
     def check_can_add(self, what: str) -> None:
         """Raise unless streams and outputs may still be added (before start())."""
@@ -178,6 +182,8 @@ class DStreamGraph:
 
         jobs = []
         with self.lock:
+            if self.stretch is not None:  # a replay lists ahead before the inputs read
+                self.stretch.plan(time)
             # Every input takes its interval's data now, used or not (a window sliding by two
             # intervals still consumes both): inputs stay faithful to wall-clock intervals.
             for source in self.inputs:

@@ -75,7 +75,14 @@ class OutputDStream(DStreamCore[Any]):
     def _compute(self, time: Time) -> RDD[Any] | None:
         return self._parents[0]._get_or_compute(time)
 
+    # saveAsTextFiles' (prefix, suffix): a replay may compute this output's intervals in
+    # stretches (dstream.scheduler.stretch).
+    _text_target: tuple[str, str | None] | None = None
+
     def _generate_job(self, time: Time) -> Job | None:
+        stretch = self._graph.stretch
+        if stretch is not None and (job := stretch.job(self, time)) is not None:
+            return job
         rdd = self._get_or_compute(time)
         if rdd is None:
             return None

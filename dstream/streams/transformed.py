@@ -50,6 +50,10 @@ class TransformedDStream(DStreamCore[Any]):
         # are reported with this operator's name.
         self._driver_function = driver_function
 
+    # reduceByKey's (func, numPartitions): a replay may compute it over many intervals in
+    # one job (dstream.scheduler.stretch).
+    _keyed_reduce: tuple[Callable[[Any, Any], Any], int] | None = None
+
     # Set by an operator that knows it maps partition i to partition i (a window state's
     # view, a filter after it), which its name alone does not say.
     _narrow = False

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from dstream import ManualClock, StreamingContext, Time
+from dstream import ManualClock, StreamingContext, StreamingListener, Time
+from dstream.scheduler.engine import engine_of
 from dstream.scheduler.replay import parse_speed
+from tests.replay_case import interval_dirs, staging_left, stateless, write_inputs
 
 B = 1000
 T0 = 1_800_000_000_000  # a batch boundary
@@ -72,6 +74,7 @@ def test_a_replay_commits_what_the_live_run_committed(sc: Any, tmp_path: Path) -
         intervals,
     )
     assert report.records == intervals * 4
+    assert report.stretched == 0  # windows and state: one interval at a time
     want = committed(live_out)
     assert len(want) == 4 * intervals  # every output of every interval
     assert committed(replay_out) == want
@@ -92,3 +95,72 @@ def test_replay_arguments_are_checked(sc: Any, tmp_path: Path) -> None:
         ValueError, match=r"set a clock of its own .* create the StreamingContext without one"
     ):
         StreamingContext.replay(own_clock, 10, 20)
+
+
+# ---- a stateless stretch replayed as one job (dstream.scheduler.stretch) ---------------------
+class _Batches(StreamingListener):
+    def __init__(self) -> None:
+        self.records: dict[int, int] = {}
+        self.files: dict[int, list[str]] = {}
+
+    def onBatchCompleted(self, batchCompleted: Any) -> None:
+        info = batchCompleted.batchInfo()
+        ms = info.batchTime().milliseconds()
+        self.records[ms] = info.numRecords()
+        self.files[ms] = [
+            f for i in info.streamIdToInputInfo().values() for f in i.metadata().get("files", [])
+        ]
+
+
+def test_a_stretched_replay_commits_what_a_replay_of_one_interval_at_a_time_commits(
+    sc: Any, tmp_path: Path
+) -> None:
+    indir = tmp_path / "in"
+    indir.mkdir()
+    intervals = 13
+    write_inputs(indir, intervals, random.Random(11))
+    runs = {}
+    for stretch in (1, 5):
+        out = tmp_path / f"out{stretch}"
+        out.mkdir()
+        batches = _Batches()
+
+        def setup(out: Path = out, stretch: int = stretch, batches: _Batches = batches) -> Any:
+            ssc = stateless(sc, indir, out, stretch)
+            ssc.addStreamingListener(batches)
+            return ssc
+
+        report = StreamingContext.replay(setup, Time(T0), Time(T0 + intervals * B))
+        runs[stretch] = (report, interval_dirs(out), batches)
+        # Nothing staged is left behind.
+        assert staging_left(out) == []
+    (one, one_dirs, one_batches), (five, five_dirs, five_batches) = runs[1], runs[5]
+    assert one.stretched == 0
+    # Stretches of 5 from the first interval; the one with the gzip file (the 7th) runs on
+    # its own, the rest again in stretches: 1-5, 6, then 8-12 and 13 (a stretch of one
+    # interval runs as live).
+    assert five.stretched == 10
+    assert len(one_dirs) == 3 * intervals
+    assert five_dirs == one_dirs
+    assert five.records == one.records > 0
+    assert five_batches.records == one_batches.records
+    assert five_batches.files == one_batches.files
+    # The gzip file was decompressed, the byte order mark dropped, invalid UTF-8 replaced.
+    counts = b"".join(
+        line for d in five_dirs.values() if isinstance(d, list) for _, ls in d for line in ls
+    )
+    assert b"('zeta', 1)" in counts and b"\xef\xbb\xbf" not in counts
+    assert "\ufffd".encode() in b"".join(d for d in five_dirs.values() if isinstance(d, bytes))
+
+
+def test_a_program_that_keeps_state_is_not_stretched(sc: Any, tmp_path: Path) -> None:
+    from dstream.scheduler.stretch import stretchable
+
+    (tmp_path / "in").mkdir()
+    ssc = program(sc, tmp_path / "in", tmp_path / "out", ManualClock(T0))
+    try:
+        ssc.start()
+        why = stretchable(engine_of(ssc).graph)
+        assert isinstance(why, str) and "remembers" in why, why
+    finally:
+        ssc.stop(stopSparkContext=False)

@@ -41,6 +41,7 @@ def test_durations_are_taken_as_users_write_them() -> None:
         ({"pipelining_depth": 0}, ValueError, "pipelining_depth 0 must be at least 1"),
         ({"output_retries": -1}, ValueError, "output_retries -1 must be at least 0"),
         ({"max_backlog": 0}, ValueError, "max_backlog 0 must be at least 1"),
+        ({"replay_stretch": 0}, ValueError, "replay_stretch 0 must be at least 1"),
         ({"state_replicas": 0}, ValueError, "state_replicas 0 must be at least 1, e.g. 2"),
         ({"on_failed_interval": "stop"}, ValueError, "on_failed_interval 'stop' must be 'continue'"),
         ({"executor_avoidance": "yes"}, TypeError, "executor_avoidance must be an AvoidancePolicy"),
