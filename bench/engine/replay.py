@@ -8,11 +8,14 @@ files with StreamingContext.replay at full speed. Reports records/s of both (liv
 over the time from the first file to the completion of the last file's interval, which is
 the arrival rate if the program keeps up and its capacity if it does not; replay: records
 over the replay's time), the live run's median processing time, and whether both committed
-the same outputs interval by interval (with the intervals that differ). Writes
+the same outputs interval by interval (with the intervals that differ). With several
+--stretch values the replay runs --rounds times for each (alternating, each into its own
+output directory), reported as the median and every round. Writes
 bench/results/replay.json.
 
     .venv/bin/python -m bench.engine.replay --intervals 60 --records-per-interval 20000
-    .venv/bin/python -m bench.engine.replay --program light --records-per-interval 2000
+    .venv/bin/python -m bench.engine.replay --program light --intervals 30 \
+        --records-per-interval 2000 --stretch 1 32 --rounds 3
     .venv/bin/python -m bench.engine.replay --smoke
 """
 
@@ -37,11 +40,13 @@ BATCH = Duration(1000)
 
 
 def program(
-    sc: Any, indir: str, out: str, kind: str = "window", depth: int = 1
+    sc: Any, indir: str, out: str, kind: str = "window", depth: int = 1, stretch: int = 32
 ) -> StreamingContext:
     """``window``: word counts over a 30 s window with an inverse and running totals;
-    ``light``: each interval's lines counted by first letter (stateless, one output)."""
-    ssc = StreamingContext(sc, BATCH, settings=StreamingSettings(pipelining_depth=depth))
+    ``light``: each interval's lines counted by first letter (stateless, one output; a
+    replay runs it ``stretch`` intervals per job, StreamingSettings.replay_stretch)."""
+    settings = StreamingSettings(pipelining_depth=depth, replay_stretch=stretch)
+    ssc = StreamingContext(sc, BATCH, settings=settings)
     ssc.checkpoint(f"{out}/ckpt")
     lines = ssc.textFileStream(indir)
     if kind == "light":
@@ -57,7 +62,7 @@ def program(
 def outputs(out: str) -> dict[str, list[str]]:
     result = {}
     for d in sorted(Path(out).iterdir()):
-        if d.name.startswith(("window-", "totals-", "counts-")):
+        if d.name.startswith(("window-", "totals-", "counts-")) and d.is_dir():
             result[d.name] = sorted(
                 line for part in d.glob("part-*") for line in part.read_text().splitlines()
             )
@@ -88,6 +93,10 @@ def main() -> int:
     p.add_argument("--records-per-interval", type=int, default=50_000)
     p.add_argument("--program", choices=("window", "light"), default="window")
     p.add_argument("--pipelining", type=int, default=1, help="the replay's pipelining_depth")
+    p.add_argument(
+        "--stretch", type=int, nargs="+", default=[32], help="the replay's replay_stretch values"
+    )
+    p.add_argument("--rounds", type=int, default=1, help="replays per --stretch value")
     p.add_argument("--smoke", action="store_true")
     p.add_argument(
         "--out", default=str(Path(__file__).resolve().parents[1] / "results" / "replay.json")
@@ -116,28 +125,46 @@ def main() -> int:
         raise SystemExit("the live run did not complete the last file's interval in time")
     live_s = time.time() - begin.ms / 1000
     live.stop(stopSparkContext=False, stopGraceFully=True)
-    report = StreamingContext.replay(
-        lambda: program(sc, str(indir), str(work / "replay"), args.program, args.pipelining),
-        begin,
-        end,
-    )
     records = args.intervals * args.records_per_interval
-    result = {
+    live_rate = records / live_s
+    result: dict[str, Any] = {
         "program": args.program,
         "pipelining_depth": args.pipelining,
         "intervals": args.intervals,
         "records": records,
-        "live_records_per_s": round(records / live_s, 1),
-        "replay_records_per_s": round(report.records_per_second, 1),
-        "replay_seconds": round(report.seconds, 2),
-        "speedup": round(report.records_per_second / (records / live_s), 2),
+        "live_records_per_s": round(live_rate, 1),
         "live_processing_ms_median": statistics.median(processing.ms),
+        "replays": {},
     }
-    replayed = outputs(str(work / "replay"))
-    diff = differing(outputs(str(work / "live")), replayed)
-    result["replayed_output_dirs"] = len(replayed)
-    result["same_outputs"] = not diff and bool(replayed)
-    result["differing"] = diff[:10]
+    live_outputs = outputs(str(work / "live"))
+    rounds: dict[int, list[Any]] = {k: [] for k in args.stretch}
+    for r in range(args.rounds):
+        for k in args.stretch:
+            out = work / f"replay-s{k}-r{r}"
+            report = StreamingContext.replay(
+                lambda out=out, k=k: program(
+                    sc, str(indir), str(out), args.program, args.pipelining, k
+                ),
+                begin,
+                end,
+            )
+            replayed = outputs(str(out))
+            diff = differing(live_outputs, replayed)
+            rounds[k].append((report, len(replayed), diff))
+    for k, runs in rounds.items():
+        seconds = [report.seconds for report, _, _ in runs]
+        median = statistics.median(seconds)
+        diffs = [d for _, _, diff in runs for d in diff]
+        result["replays"][f"stretch={k}"] = {
+            "replay_seconds_median": round(median, 2),
+            "replay_seconds": [round(s, 2) for s in seconds],
+            "replay_records_per_s": round(records / median, 1),
+            "speedup": round(records / median / live_rate, 2),
+            "stretched_intervals": [report.stretched for report, _, _ in runs],
+            "replayed_output_dirs": [n for _, n, _ in runs],
+            "same_outputs": not diffs and all(n for _, n, _ in runs),
+            "differing": diffs[:10],
+        }
     print(json.dumps(result, indent=2))
     sc.stop()
     if not args.smoke:
