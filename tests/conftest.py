@@ -40,13 +40,19 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSeria
 # silently ignored and fault runs fell to either worker as they came (18:10 on one fresh
 # clone, 12:30 on another).
 #
-# Executor kills on a ManualClock (tests/cluster/test_executor_loss.py) are a scope of their
-# own instead: each interval waits for its jobs however busy the machine is, so they run
-# beside the other worker's fault runs without changing what they prove, and that worker
-# (done after 15:04 of 17:26 on 2026-11-28) is no longer the whole suite's critical path.
+# Fault runs paced by their own progress, not the wall clock, are a scope of their own
+# instead: executor kills on a ManualClock (tests/cluster/test_executor_loss.py), where each
+# interval waits for its jobs however busy the machine is, and a replay killed after its
+# n-th interval (tests/recovery/test_replay_kill.py). They run beside the other worker's
+# fault runs without changing what they prove, and that worker (done after 15:04 of 17:26
+# on 2026-11-28) is no longer the whole suite's critical path.
 FAULT_DIRS = ("recovery", "cluster", "hdfs", "kafka")
 FAULTS = "faults"
-CLOCK_FAULTS = ("cluster/test_executor_loss.py", "cluster/test_approximate.py")
+CLOCK_FAULTS = (
+    "cluster/test_executor_loss.py",
+    "cluster/test_approximate.py",
+    "recovery/test_replay_kill.py",
+)
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -2,16 +2,20 @@
 effects happen in depth 1's order and batches complete in interval order; results equal
 those of depth 1.
 
-The overlap is proven without timing: interval 1's task blocks until a marker file exists
-that only interval 2's task writes. With pipelining the marker appears while interval 1
-waits; without it interval 1 gives up after a short deadline and says so in its record.
+The overlap is proven without timing: interval 1's task blocks until a signal that only
+interval 2's task sends (through a relay in the test process, an event wait: no polling).
+With pipelining the signal comes while interval 1 waits; without it interval 1 gives up
+after a short deadline and says so in its record.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import random
-import time as _time
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +29,73 @@ from dstream.testing.streams import BatchCollector, normalize
 from .conftest import Harness
 
 
-def wait_for_file(path: str, deadline_s: float) -> bool:
-    """In a task: whether ``path`` appeared within ``deadline_s`` (polls every 10 ms)."""
-    end = _time.monotonic() + deadline_s
-    while not os.path.exists(path):
-        if _time.monotonic() > end:
+class Relay:
+    """A Unix socket (abstract namespace) in the test process: a task that connects and
+    sends ``s`` sets the signal; a task that sends ``w`` hears ``1`` once it is set."""
+
+    def __init__(self) -> None:
+        self.address = f"\0dstream-test-{uuid.uuid4().hex}"
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(self.address)
+        self._server.listen(8)
+        self._signal = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            if conn.recv(1) == b"s":
+                self._signal.set()
+            elif self._signal.wait(120):
+                # The task may have given up waiting (depth 1) and closed its end.
+                with contextlib.suppress(OSError):
+                    conn.sendall(b"1")
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.fixture
+def relay() -> Iterator[Relay]:
+    r = Relay()
+    yield r
+    r.close()
+
+
+def wait_for_signal(address: str, deadline_s: float) -> bool:
+    """In a task: whether the relay's signal came within ``deadline_s``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(address)
+        s.sendall(b"w")
+        s.settimeout(deadline_s)
+        try:
+            return s.recv(1) == b"1"
+        except TimeoutError:
             return False
-        _time.sleep(0.01)
-    return True
 
 
-def blocking_map(marker: str, wait_on: Any, writes: Any, deadline_s: float) -> Any:
-    """A map for one-partition intervals: the record ``wait_on`` waits for the marker, the
-    record ``writes`` creates it."""
+def send_signal(address: str) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(address)
+        s.sendall(b"s")
+
+
+def blocking_map(address: str, wait_on: Any, sends: Any, deadline_s: float) -> Any:
+    """A map for one-partition intervals: the record ``wait_on`` waits for the relay's
+    signal, the record ``sends`` sends it."""
 
     def f(x: Any) -> Any:
-        if x == writes:
-            Path(marker).touch()
+        if x == sends:
+            send_signal(address)
         if x == wait_on:
-            return (x, wait_for_file(marker, deadline_s))
+            return (x, wait_for_signal(address, deadline_s))
         return (x, None)
 
     return f
@@ -59,16 +111,15 @@ class CompletionOrder(StreamingListener):
 
 @pytest.mark.parametrize("depth", [1, 2])
 def test_interval_two_computes_while_interval_one_waits_and_outputs_stay_in_order(
-    harness: Any, tmp_path: Path, depth: int
+    harness: Any, relay: Relay, depth: int
 ) -> None:
     h: Harness = harness(settings=StreamingSettings(pipelining_depth=depth))
     sc = h.ssc.sparkContext
-    marker = str(tmp_path / "interval-2-computed")
     # Depth 1 cannot overlap, so interval 1 gives up after a short deadline.
     deadline = 60.0 if depth > 1 else 2.0
     stream = h.ssc.queueStream([sc.parallelize([x], 1) for x in range(4)])
     calls: list[tuple[Time, list[Any]]] = []
-    stream.map(blocking_map(marker, 0, 1, deadline)).foreachRDD(
+    stream.map(blocking_map(relay.address, 0, 1, deadline)).foreachRDD(
         lambda t, rdd: calls.append((t, rdd.collect()))
     )
     order = CompletionOrder()
@@ -85,20 +136,19 @@ def test_interval_two_computes_while_interval_one_waits_and_outputs_stay_in_orde
     assert order.completed == [1000, 2000, 3000, 4000]
 
 
-def test_side_effects_keep_depth_ones_order_across_outputs(harness: Any, tmp_path: Path) -> None:
+def test_side_effects_keep_depth_ones_order_across_outputs(harness: Any, relay: Relay) -> None:
     # Output A runs every interval; output B, a window sliding every 2 intervals, runs at
     # 2 s and 4 s. B's job of 2 s computes only once A's job of 3 s has computed: the two
     # overlap, yet every side effect happens in the order depth 1 gives (A1 A2 B2 A3 A4 B4)
     # and batches complete in interval order.
     h: Harness = harness(settings=StreamingSettings(pipelining_depth=3))
     sc = h.ssc.sparkContext
-    marker = str(tmp_path / "a-3s-computed")
     stream = h.ssc.queueStream([sc.parallelize([x], 1) for x in range(4)])
     effects: list[tuple[str, int, list[Any]]] = []
-    stream.map(blocking_map(marker, None, 2, 60.0)).foreachRDD(
+    stream.map(blocking_map(relay.address, None, 2, 60.0)).foreachRDD(
         lambda t, rdd: effects.append(("A", t.ms, rdd.collect()))
     )
-    stream.window("2s", "2s").map(blocking_map(marker, 1, None, 60.0)).foreachRDD(
+    stream.window("2s", "2s").map(blocking_map(relay.address, 1, None, 60.0)).foreachRDD(
         lambda t, rdd: effects.append(("B", t.ms, sorted(rdd.collect())))
     )
     order = CompletionOrder()
@@ -109,7 +159,7 @@ def test_side_effects_keep_depth_ones_order_across_outputs(harness: Any, tmp_pat
     assert effects == [
         ("A", 1000, [(0, None)]),
         ("A", 2000, [(1, None)]),
-        # B of 2 s saw the marker that A of 3 s wrote: the two computed at the same time.
+        # B of 2 s got the signal that A of 3 s sent: the two computed at the same time.
         ("B", 2000, [(0, None), (1, True)]),
         ("A", 3000, [(2, None)]),
         ("A", 4000, [(3, None)]),
