@@ -2,7 +2,7 @@
 shared by tests/integration/test_replay.py and tests/recovery/test_replay_kill.py, and run
 as a driver of its own there:
 
-    python -m tests.replay_case IN OUT BEGIN_MS END_MS [--kill-after N] [--checkpoint NAME]
+    python -m tests.replay_case IN OUT BEGIN_MS END_MS [--kill-after N]
 
 replays the program over IN into OUT; with --kill-after the driver kills itself with
 SIGKILL once N intervals have completed (a kill -9 in the middle of a stretch)."""
@@ -102,8 +102,6 @@ def main() -> int:
     p.add_argument("begin_ms", type=int)
     p.add_argument("end_ms", type=int)
     p.add_argument("--kill-after", type=int, default=0)
-    p.add_argument("--stretch", type=int, default=32)
-    p.add_argument("--checkpoint", default="ckpt", help="the checkpoint directory's name in OUT")
     args = p.parse_args()
     from pyspark import SparkContext
 
@@ -113,7 +111,7 @@ def main() -> int:
     sc = SparkContext(conf=conf)
 
     def setup() -> StreamingContext:
-        ssc = stateless(sc, args.indir, args.out, args.stretch, args.checkpoint)
+        ssc = stateless(sc, args.indir, args.out, 32)
         if args.kill_after:
             ssc.addStreamingListener(_KillAfter(args.kill_after))
         return ssc
