@@ -4,8 +4,8 @@ and the libraries but not dstream, as on a cluster where only the submitting mac
 installed. With ``--py-files dstream.zip`` the program runs: its
 state is exact interval by interval, and a rescale's narrow regroup (the JVM shim's RDD,
 shipped by dstream itself) runs on those executors. The same with a packed virtual
-environment (``--archives env.tar.gz#env``, venv-pack) as the executors' only Python.
-Without dstream shipped, ``start()`` stops with the one-line error that names the
+environment (``--archives env.tar.gz#env``, venv-pack) as the executors' only Python
+(make test-full). Without dstream shipped, ``start()`` stops with the one-line error that names the
 executors' Python and the fix (make test-full)."""
 
 from __future__ import annotations
@@ -153,6 +153,10 @@ def test_a_program_submitted_with_dstream_zipped_runs_on_executors_without_dstre
     assert all("dstream.zip" in source for source in exact_and_rescaled(ran))
 
 
+# make test-full: the packed venv (a venv built, packed and unpacked on three executors; ~28 s
+# of CPU alone, ~48 s of make test beside the other worker). make test proves the shipped
+# zip, the way onto executors without dstream, above.
+@pytest.mark.full
 def test_a_program_submitted_with_a_packed_venv_runs_on_that_venvs_python(
     cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
