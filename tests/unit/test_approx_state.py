@@ -5,13 +5,15 @@ journaled restore replayed over many intervals gives the state the live run had.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dstream.storage.taskfs import LocalTaskFiles
@@ -65,6 +67,15 @@ def step(
         records += [(k, ((0, n + 1000 * i), v)) for n, (k, v) in enumerate(pairs)]
     times = [first_ms + SLIDE * i for i in range(len(events))]
     return list(merge_approximate(0, records, count, times, t, notes))
+
+
+def restored_aside(t: ApproxTask, root: Path, events: list[Any], first_ms: int) -> list[Any]:
+    """The partition restored at ``first_ms`` over a copy of the store: a restore ends in a
+    copy of its own, which must not land in the store the test goes on with."""
+    aside = root / f"aside-{first_ms}"
+    shutil.copytree(t.store.directory, aside)
+    probe = dataclasses.replace(t, store=CopyStore(LocalTaskFiles(), str(aside)))
+    return step(probe, None, events, first_ms)
 
 
 def states(records: list[Any]) -> dict[str, int]:
@@ -129,7 +140,7 @@ def test_with_theta_zero_every_change_is_copied_and_a_restore_is_exact(tmp_path:
     for i in range(12):
         batch = words(rng, 5) + ([("gone", -1)] if i == 6 else [("gone", 1)] if i == 5 else [])
         records = step(t, records, [batch], SLIDE * (i + 1))
-        restored = step(t, None, [[]], SLIDE * (i + 2))
+        restored = restored_aside(t, tmp_path, [[]], SLIDE * (i + 2))
         # A key removed (count 0) is removed from the copy too.
         assert states(restored) == states(records), i
 
@@ -140,6 +151,11 @@ def test_with_theta_zero_every_change_is_copied_and_a_restore_is_exact(tmp_path:
     theta=st.sampled_from([0.0, 4.0, 20.0, 200.0]),
     failures=st.lists(st.integers(1, 25), min_size=1, max_size=6, unique=True),
 )
+# Found by a fresh-clone run (2026-12-04): restores at 6 and 9 with no copy between them, so
+# the second read the copy's count of restores (0) and kept the threshold it had; the losses
+# at 14 and 21 then exceeded their halved thresholds (error 104 > 100). A restore now always
+# ends in a copy that carries the new count.
+@example(seed=10000, theta=200.0, failures=[9, 14, 21, 6])
 def test_the_error_stays_under_theta_over_n_whatever_the_failures(
     tmp_path_factory: pytest.TempPathFactory, seed: int, theta: float, failures: list[int]
 ) -> None:
