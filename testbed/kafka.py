@@ -47,6 +47,17 @@ NODE_ID = 1
 __all__ = ["KafkaBroker", "KafkaBrokerError", "free_port"]
 
 
+def cluster_id() -> str:
+    """A random KRaft cluster id (a UUID in URL-safe base64) that does not start with "-",
+    as Kafka's own ``Uuid.randomUuid`` makes them: one in 64 does, and the storage tool's
+    argument parser took it for an option ("--cluster-id/-t: expected one argument"), which
+    failed every Kafka test of one fresh-clone run (2026-12-04)."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
+
+
 class KafkaBrokerError(RuntimeError):
     """The broker is not built, did not start, or died."""
 
@@ -184,9 +195,9 @@ class KafkaBroker:
             return self
 
     def _format(self, jvm: list[str], config: Path) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        storage_tool = [*jvm, "kafka.tools.StorageTool", "format"]
         done = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+            [*storage_tool, f"--cluster-id={cluster_id()}", "-c", str(config)],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             check=False,
