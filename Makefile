@@ -6,6 +6,8 @@
 #   make docs   the documentation site into build/site (mkdocs, warnings are errors)
 #   make test-fast  the pure-logic tests (no Spark), under a minute
 #   make test-pythons  the fast tier and the clean-install smoke on Python 3.12 and 3.13
+#   make fast-tier-newest  the fast tier on Python 3.13, the newest supported (make test runs it
+#               as tests/integration/test_pythons.py)
 #   make test-full  make test, then the long fault runs (tests marked `full`, and the
 #               20-trial early-kill run)
 #   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
@@ -19,7 +21,7 @@ STAMP  := $(VENV)/.installed
 UV_VERSION := 0.13.9
 UV     := $(VENV)/bin/uv
 
-.PHONY: docs setup test-deps compile test-pythons shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -124,6 +126,12 @@ test-fast: setup
 PYTHONS ?= 3.12 3.13
 test-pythons: shim
 	bash scripts/test-pythons.sh $(PYTHONS)
+
+# The fast tier on the newest supported Python, with the dependencies uv resolves for it
+# within the package's ranges (pyspark the lock's, from uv's cache). make test runs it as a
+# test (tests/integration/test_pythons.py), beside the others.
+fast-tier-newest: shim
+	bash scripts/fast-tier.sh 3.13
 
 clean:
 	rm -rf $(VENV) jvm-shim/*/target dstream/jars build

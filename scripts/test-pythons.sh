@@ -7,26 +7,12 @@
 #
 #   bash scripts/test-pythons.sh 3.12 3.13
 #
-# Interpreters: pythonX.Y on PATH, else pyenv's (~/.pyenv/versions/X.Y.*), which this
-# machine's image carries; neither Debian's packages (3.11 only on bookworm) nor PyPI
-# serve other CPython builds. A missing interpreter is an error, not a skip.
+# Interpreters: scripts/find-python.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/find-python.sh
 root="build/pythons"
 mkdir -p "$root"
-
-find_python() {
-  local v="$1" found
-  # A pythonX.Y on PATH may be a pyenv shim for a version that is not selected: it must run.
-  if found="$(command -v "python$v")" && "$found" -c pass 2>/dev/null; then
-    echo "$found"; return
-  fi
-  for found in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v"; do
-    [[ -x "$found" ]] && { echo "$found"; return; }
-  done
-  echo "test-pythons: no Python $v (python$v on PATH or ${PYENV_ROOT:-$HOME/.pyenv}/versions/$v.*)" >&2
-  return 1
-}
 
 # One wheel for all of them (pure Python; the shim jar inside).
 rm -rf "$root/dist"
