@@ -21,7 +21,6 @@ def test_the_fast_tier_passes_on_the_newest_supported_python() -> None:
         timeout=900,
         check=False,
     )
+    # pytest's exit status: nonzero on any failure or error, and when nothing was collected.
     assert done.returncode == 0, (done.stdout[-6000:], done.stderr[-3000:])
-    assert "fast tier on Python 3.13." in done.stdout
-    summary = done.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    assert "fast tier on Python 3.13." in done.stdout  # the venv's own interpreter ran them
