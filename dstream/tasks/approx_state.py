@@ -30,6 +30,7 @@ restore is exact.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -403,6 +404,10 @@ def _fold_interval(
     for key in list(states.keys() | news.keys()):
         values = [v for _, v in sorted(news.get(key, ()), key=lambda tv: tv[0])]
         old = states.get(key, MISSING)
+        # The value as it was, for the drift and the dirty keys: an update may change a
+        # state in place (a sketch's array, a dict) and return it, which would otherwise
+        # look unchanged and never be copied.
+        kept = old if type(old) in _IMMUTABLE else copy.deepcopy(old)
         try:
             result = update_func(values, None if old is MISSING else old)
         except Exception as exc:
@@ -415,7 +420,11 @@ def _fold_interval(
             now = MISSING
         else:
             states[key] = now = result
-        note_change(meta, divergence, key, old, now)
+        note_change(meta, divergence, key, kept, now)
+
+
+# States an update cannot change in place (MISSING too): not copied before the update.
+_IMMUTABLE = frozenset({int, float, complex, bool, str, bytes, type(None), _Missing})
 
 
 def note_change(

@@ -416,3 +416,23 @@ def test_the_restores_a_copy_had_seen_are_read_from_its_newest_file_then(tmp_pat
     for ms, kind in t.store.copies(0)[:3]:  # pruned: the oldest left counts, never fewer
         (tmp_path / "approx-0" / "00000" / f"{ms:013d}.{kind}").unlink()
     assert t.store.failures(0, SLIDE) == 1
+
+
+def test_a_state_its_update_changes_in_place_is_still_copied(tmp_path: Path) -> None:
+    """A sketch's update may change the old state and return it: with Θ = 0 its restore is
+    still exact (the drift was once measured against the changed object: nothing)."""
+    t = task(tmp_path, theta=0)
+
+    def tally(values: list[int], old: dict[str, int] | None) -> dict[str, int]:
+        if old is None:
+            return {"n": sum(values)}
+        old["n"] += sum(values)
+        return old
+
+    records: list[Any] = []
+    for i in range(1, 6):
+        records = list(
+            merge_approximate(0, [*records, MARK, ("k", ((0, 0), 1))], tally, [SLIDE * i], t)
+        )
+    restored = list(merge_approximate(0, [(LostBlock(), None), MARK], tally, [6 * SLIDE], t))
+    assert states(restored) == states(records) == {"k": {"n": 5}}
