@@ -309,12 +309,13 @@ def signed_words(rng: random.Random, n: int) -> list[tuple[str, int]]:
     return [(k, rng.choice((1, 1, 2, -1))) for k, _ in words(rng, n)]
 
 
-@settings(max_examples=30, deadline=None)
+# Fewer examples than updateStateByKey's: each writes a copy file (fsync'd) most intervals.
+@settings(max_examples=15, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     theta=st.sampled_from([0.0, 4.0, 20.0, 200.0]),
     timeout=st.sampled_from([2, 5, 100]),
-    failures=st.lists(st.integers(1, 22), min_size=1, max_size=5, unique=True),
+    failures=st.lists(st.integers(1, 20), min_size=1, max_size=5, unique=True),
 )
 @example(seed=1, theta=20.0, timeout=2, failures=[4, 5, 9])
 def test_a_track_partition_stays_within_theta_over_n_with_removals_and_timeouts(
@@ -328,7 +329,7 @@ def test_a_track_partition_stays_within_theta_over_n_with_removals_and_timeouts(
     every three intervals, removes keys (a count back to 0) and times them out."""
     run = TrackRun(tmp_path_factory.mktemp("track"), theta, timeout)
     rng = random.Random(seed)
-    for i in range(1, 23):
+    for i in range(1, 21):
         run.step(SLIDE * i, signed_words(rng, rng.randint(0, 10)), lose=i in failures)
         assert run.error() <= theta / 2 + 1e-9, (i, run.error())
         assert live_count(run.delta) == len(run.states()), i  # type: ignore[arg-type]
