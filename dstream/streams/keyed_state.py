@@ -187,6 +187,7 @@ class ApproximatedState(StateStream):
             CopyStore(self._files, copy_root(self._root, self._key)),
             restores,
             approx_state.MIN_BASE_BYTES,
+            approx_state.MAX_DELTAS,
         )
 
     def _on_batch_completed(self, time: Time) -> None:

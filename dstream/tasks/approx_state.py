@@ -67,6 +67,10 @@ __all__ = [
 # more than the base itself (at least this many bytes): a restore reads at most about twice
 # the partition.
 MIN_BASE_BYTES = 1 << 20
+# ... or once there are this many of them: a restore opens at most this many files more.
+# (At Θ = 0, or for track(), whose copy names each interval's keys with events, a partition
+# writes a delta most intervals, however small.)
+MAX_DELTAS = 256
 
 
 class _Missing:
@@ -130,6 +134,7 @@ class ApproxMeta:
     dirty: dict[Any, Any] = field(default_factory=dict)
     base_bytes: int = 0  # the newest base's size (0: none yet, the empty start)
     delta_bytes: int = 0  # deltas written since that base
+    deltas: int = 0  # how many (a META pickled before this field reads the class's 0)
 
 
 def threshold(max_divergence: float, partitions: int, failures: int) -> float:
@@ -249,6 +254,7 @@ class ApproxTask:
     # Restores a restarted driver replays: interval ms -> {partition: copy ms (-1: none)}.
     restores: Mapping[int, Mapping[int, int]] = field(default_factory=dict)
     min_base_bytes: int = MIN_BASE_BYTES
+    max_deltas: int = MAX_DELTAS
 
 
 def drop_meta(records: Iterable[Any]) -> Iterator[Any]:
@@ -366,13 +372,9 @@ class Copier:
         # second restore before the next copy would otherwise read the old count, keep the
         # threshold it had and let the error grow past Θ (tests/unit/test_approx_state.py).
         due = self._restoring or (meta.dirty and (meta.divergence > theta or theta == 0))
-        if self.writes and due:
-            changes = current(meta.dirty)
-            written = _copy(self.split, time_ms, changes, whole, meta, task, touched or [])
-        elif self.writes and touched:
-            body = encode([{"failures": meta.failures, "changes": [], "touched": touched}])
-            written = task.store.write(self.split, time_ms, "delta", body)
-            meta.delta_bytes += written
+        if self.writes and (due or touched):
+            changes = current(meta.dirty) if due else []
+            written = _copy(self.split, time_ms, changes, whole, meta, task, touched, bool(due))
         self._restoring = False
         self.said[NoteSlot(task.stream, time_ms, self.split, "computed")] = written
 
@@ -380,7 +382,8 @@ class Copier:
         """A full base at ``time_ms``: the copy is the state again, whatever came before."""
         meta, task = self.meta, self.task
         written = task.store.write(self.split, time_ms, "base", _base(meta, whole()))
-        meta.base_bytes, meta.delta_bytes, meta.dirty, meta.divergence = written, 0, {}, 0.0
+        meta.base_bytes, meta.delta_bytes, meta.deltas = written, 0, 0
+        meta.dirty, meta.divergence = {}, 0.0
         self.said[NoteSlot(task.stream, time_ms, self.split, "computed")] = written
 
     def send(self, notes: Any) -> None:
@@ -485,22 +488,29 @@ def _copy(
     whole: Callable[[], list[tuple[Any, Any]]],
     meta: ApproxMeta,
     task: ApproxTask,
-    touched: list[Any],
+    touched: list[Any] | None = None,
+    settle: bool = True,
 ) -> int:
-    """Ship the dirty keys' ``changes`` (or, once the deltas outgrow the base, ``whole()``,
-    the whole partition); the copy is then the state: nothing is dirty."""
+    """Ship the dirty keys' ``changes`` and the ``touched`` keys (or, once the deltas since
+    the last base outgrow it or are too many to read back, ``whole()``, the whole
+    partition). ``settle`` (the dirty keys were shipped) or a base: the copy is then the
+    state, nothing is dirty."""
     body: dict[str, Any] = {"failures": meta.failures, "changes": changes}
     if touched:
         body["touched"] = touched
     delta = encode([body])
-    if meta.delta_bytes + len(delta) > max(meta.base_bytes, task.min_base_bytes):
+    too_big = meta.delta_bytes + len(delta) > max(meta.base_bytes, task.min_base_bytes)
+    if too_big or meta.deltas >= task.max_deltas:
         written = task.store.write(split, time_ms, "base", _base(meta, whole()))
-        meta.base_bytes, meta.delta_bytes = written, 0
+        meta.base_bytes, meta.delta_bytes, meta.deltas = written, 0, 0
+        settle = True
     else:
         written = task.store.write(split, time_ms, "delta", delta)
         meta.delta_bytes += written
-    meta.dirty = {}
-    meta.divergence = 0.0
+        meta.deltas += 1
+    if settle:
+        meta.dirty = {}
+        meta.divergence = 0.0
     return written
 
 

@@ -437,3 +437,17 @@ def test_a_state_its_update_changes_in_place_is_still_copied(tmp_path: Path) -> 
         )
     restored = list(merge_approximate(0, [(LostBlock(), None), MARK], tally, [6 * SLIDE], t))
     assert states(restored) == states(records) == {"k": {"n": 5}}
+
+
+def test_a_base_once_the_deltas_are_too_many_to_read_back(tmp_path: Path) -> None:
+    """track() writes a delta most intervals (the keys with events, for their timeouts),
+    however small, and Θ here is never reached: after ``max_deltas`` of them a base, from
+    which a restore reads few files, and exactly what the deltas would give."""
+    run = TrackRun(tmp_path, 1e9, timeout=100, every=100, max_deltas=5)
+    for i in range(1, 13):
+        run.step(SLIDE * i, [("a", 1), (f"k{i % 3}", 1)])
+    assert [kind for _, kind in run.task.store.copies(0)] == ["delta"] * 5 + ["base"] + [
+        "delta"
+    ] * 5 + ["base"]
+    run.step(13 * SLIDE, [], lose=True)
+    assert run.error() == 0  # the base is the state: nothing had drifted since
