@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site, check_callable
 from dstream.streams.base import DStreamCore
-from dstream.streams.keyed_state import StateDStream
+from dstream.streams.keyed_state import ApproximatedState
 from dstream.streams.state_base import StateStream
 from dstream.streams.transformed import TransformedDStream
 from dstream.time import Time, to_duration, to_time
@@ -105,9 +105,9 @@ class CommonOps(Generic[T]):
     def approximateRecovery(
         self, maxDivergence: float, divergence: str | Callable[[Any, Any], float] = "l1"
     ) -> DStream[T]:
-        """Recover the ``updateStateByKey`` state behind this stream from copies, within a
-        bound, instead of recomputing it (AF-Stream's approximate fault tolerance; see
-        :mod:`dstream.tasks.approx_state`).
+        """Recover the ``updateStateByKey`` or ``track`` state behind this stream from
+        copies, within a bound, instead of recomputing it (AF-Stream's approximate fault
+        tolerance; see :mod:`dstream.tasks.approx_state`).
 
         Each partition copies only its changed keys, and only once they have drifted from
         its last copy by more than its share of ``maxDivergence`` (``divergence``: ``"l1"``,
@@ -116,27 +116,26 @@ class CommonOps(Generic[T]):
         restored from its copy plus the current interval: no interval is recomputed. However
         many failures, the state's total divergence from the exact one stays at most
         ``maxDivergence``; ``0`` makes every restore exact. Restores are journaled, so a
-        restarted driver reproduces them. Needs ``pipelining_depth=1`` and a fixed partition
-        count; windows with an inverse are refused (each interval changes their every key,
+        restarted driver reproduces them. A ``track`` state's copy also records, each
+        interval, which keys had events (their key bytes: a restored key times out when the
+        exact one would); a timeout's removal is a change like any (``fn(state, None)``).
+        Needs ``pipelining_depth=1`` and a fixed partition count; windows with an inverse
+        are refused (each interval changes their every key,
         so a copy of the changed keys would be the whole state)."""
         node = self._node
         node._graph.check_can_add("approximateRecovery")
         target = node._checkpoint_target or node
-        if not isinstance(target, StateDStream):
+        if not isinstance(target, ApproximatedState):
             if isinstance(target, StateStream):
-                why = (
-                    "a window with an inverse changes every key's value each interval (an "
-                    "interval enters and one leaves), so a copy of its changed keys is the "
-                    "whole state, and its error leaves with the window anyway: use "
-                    'recoveryStrategy("replay")'
-                    if target._window is not None
-                    else "track()'s state is snapshot files and deltas, which it recovers "
-                    "exactly from its own snapshots"
+                raise ValueError(
+                    f"approximateRecovery() on {target._label}: a window with an inverse "
+                    "changes every key's value each interval (an interval enters and one "
+                    "leaves), so a copy of its changed keys is the whole state, and its error "
+                    'leaves with the window anyway: use recoveryStrategy("replay")'
                 )
-                raise ValueError(f"approximateRecovery() on {target._label}: {why}")
             raise ValueError(
                 f"approximateRecovery() on {target._label}, which keeps no state between "
-                "intervals; call it on the stream updateStateByKey returned"
+                "intervals; call it on the stream updateStateByKey or track returned"
             )
         target._set_approximate(maxDivergence, divergence)
         return self  # type: ignore[return-value]

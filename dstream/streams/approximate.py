@@ -1,4 +1,4 @@
-"""Bounded-error recovery of an ``updateStateByKey`` state, on the driver
+"""Bounded-error recovery of an ``updateStateByKey`` or ``track`` state, on the driver
 (``approximateRecovery``; the tasks' side and the error bound are in
 :mod:`dstream.tasks.approx_state`).
 

@@ -40,6 +40,7 @@ from dstream.tasks.track_state import (
     compact,
     count,
     fold,
+    fold_approximate,
     snapshot_path,
     view,
 )
@@ -80,53 +81,24 @@ class TaggedEvents(DStreamCore[Any]):
         return partition_by(rdd.mapPartitionsWithIndex(_tag_positions), count)
 
 
-class StateDStream(StateStream):
-    """``updateStateByKey``: every key with a state or new values gets
-    ``update(new values, old state)`` each interval."""
+class ApproximatedState(StateStream):
+    """What ``updateStateByKey`` and ``track`` share under ``approximateRecovery()``: the
+    user's bound, the restores the driver harvests and journals, the copies it prunes, the
+    settings it needs, and interval ``t`` built from the *blocks* of ``t - slide`` (see
+    :mod:`dstream.streams.approximate`; the tasks' side is each state's own)."""
 
-    def __init__(
-        self,
-        events: TaggedEvents,
-        update_func: Callable[[list[Any], Any], Any],
-        initial: RDD[Any] | None,
-        user_functions: Iterable[UserFunction],
-    ) -> None:
-        super().__init__(
-            [events],
-            name="updateStateByKey",
-            num_partitions=events._partitions,
-            user_functions=user_functions,
-        )
-        self._update = update_func
-        self._initial: RDD[Any] | None = initial
-        events._schedule = self._schedule
+    _transient: ClassVar[tuple[str, ...]] = ("_approximation", "_pruned_at", "_held")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         # approximateRecovery(): restore lost partitions from copies within a bound.
         self._approx: ApproxSpec | None = None
 
-    # The initial RDD exists only in the driver that made it (a restart uses checkpoints).
-    # Under approximateRecovery, _internal holds each interval's state with its META records
-    # (what is cached and checkpointed; users see it without them) and _approximation the
-    # driver's bookkeeping (the restores it journals are restored with the state).
-    _transient: ClassVar[tuple[str, ...]] = (
-        "_initial",
-        "_internal",
-        "_approximation",
-        "_pruned_at",
-    )
-    _unbounded: ClassVar[str | None] = (
-        "updateStateByKey keeps each key's state from every interval since the start"
-    )
-    _fixed_partitions: ClassVar[str | None] = None  # (key, state) records: rescale() works
-
     def _init_transient(self) -> None:
         super()._init_transient()
-        self._initial = None
-        self._internal: dict[Time, RDD[Any]] = {}
         self._approximation: Approximation | None = None
         self._pruned_at: int | None = None  # the checkpoint the copies were last pruned at
-
-    def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self._slide_duration) + self._replay_span()
+        self._held: set[Time] = set()  # states pinned until their checkpoint is written
 
     # ---- approximateRecovery -----------------------------------------------------------------
     def _set_approximate(self, max_divergence: object, divergence: object) -> None:
@@ -148,7 +120,8 @@ class StateDStream(StateStream):
         super()._set_strategy(kind, every, copies)
 
     def _rescale(self, count: object) -> Time | None:
-        if self._approx is not None:
+        # A state whose count is fixed anyway (track()) says its own rule.
+        if self._approx is not None and self._fixed_partitions is None:
             raise ValueError(
                 f"rescale({count!r}) of {self._label}: under approximateRecovery() each "
                 "partition keeps its own copy and its own share of maxDivergence, so the "
@@ -179,27 +152,9 @@ class StateDStream(StateStream):
             self._approximation = Approximation(self._graph.sc, self._id)
         return self._approximation
 
-    def _persist_level(self) -> Any:
-        # Under approximateRecovery users get a view (not cached) of the cached state.
-        return None if self._approx is not None else super()._persist_level()
-
-    def _compute(self, time: Time) -> RDD[Any] | None:
-        rdd = super()._compute(time)
-        if self._approx is None or rdd is None:
-            return rdd
-        # On disk too: a block evicted for memory would be restored from its copy, as if lost.
-        rdd.persist(memory_only(self._strategy.copies(self._graph.settings.state_replicas), True))
-        self._internal[time] = rdd
-        return rdd.mapPartitions(drop_meta, preservesPartitioning=True)
-
     @property
     def _steps_from_blocks(self) -> bool:
         return self._approx is not None
-
-    def _state_rdd(self, time: Time) -> RDD[Any] | None:
-        if self._approx is None:
-            return super()._state_rdd(time)
-        return self._internal.get(time)
 
     def _before_interval(self, time: Time) -> None:
         """Interval ``time`` reads the blocks of ``time - slide``: make those no task has made
@@ -207,12 +162,16 @@ class StateDStream(StateStream):
         if self._approx is None:
             return
         previous = time - self._slide_duration
-        state = self._internal.get(previous)
+        state = self._state_rdd(previous)
         if state is None:
             return
         missing = sorted(set(range(state.getNumPartitions())) - self._tracker.computed(previous.ms))
         if missing:
             self._graph.sc.runJob(state, lambda records: [], missing)
+
+    def _approx_persist(self) -> Any:
+        # On disk too: a block evicted for memory would be restored from its copy, as if lost.
+        return memory_only(self._strategy.copies(self._graph.settings.state_replicas), True)
 
     def _approx_task(self, times: list[Time]) -> ApproxTask:
         spec = self._approx
@@ -228,33 +187,40 @@ class StateDStream(StateStream):
             CopyStore(self._files, copy_root(self._root, self._key)),
             restores,
             approx_state.MIN_BASE_BYTES,
+            approx_state.MAX_DELTAS,
         )
-
-    def _approximate_merge(self, union: RDD[Any], times: list[Time]) -> RDD[Any]:
-        task, update, millis = self._approx_task(times), self._update, [u.ms for u in times]
-        notes = self._tracker.accumulator()
-        quarantine, label, stream = self._graph.quarantine, self._label, self._id
-        acc = quarantine.accumulator() if quarantine.active else None
-
-        def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
-            bad = None if acc is None else StateNotes(acc, label, split, stream)
-            on_error = None if bad is None else bad.note
-            yield from merge_approximate(split, records, update, millis, task, notes, on_error)
-            if bad is not None:
-                bad.send()
-
-        return union.mapPartitionsWithIndex(merge_partition, True)
 
     def _on_batch_completed(self, time: Time) -> None:
         if self._approx is not None:
             self._tracker.harvest(time.ms, self._label)
         super()._on_batch_completed(time)
 
-    def _clear_metadata(self, time: Time) -> None:
-        super()._clear_metadata(time)
+    def _submit_checkpoint(self, time: Time, rdd: RDD[Any]) -> bool:
+        if self._approx is None:
+            return super()._submit_checkpoint(time, rdd)
+        # The state of `time` stays cached until its checkpoint is written: recomputed, a
+        # partition whose previous block is gone by then would be restored from its copy,
+        # and the checkpoint would hold that restore instead of the state the stream went on
+        # from (track() moves its deltas onto the snapshot as if they were the same).
         with self._lock:
-            for t in [t for t in self._internal if t not in self._generated]:
-                self._internal.pop(t).unpersist(blocking=False)
+            self._pins[time] += 1
+            self._held.add(time)
+        submitted = super()._submit_checkpoint(time, rdd)
+        if not submitted:
+            self._release(lambda t: t == time)
+        return submitted
+
+    def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
+        super()._checkpoint_now(time, rdd)
+        if self._approx is not None:  # written: what it held, and any a skipped one held
+            self._release(lambda t: t <= time)
+
+    def _release(self, which: Callable[[Time], bool]) -> None:
+        with self._lock:
+            times = [t for t in self._held if which(t)]
+            self._held.difference_update(times)
+        for t in times:
+            self._unpin(t)
 
     def _delete_unused_checkpoints(self, keep: set[int]) -> None:
         super()._delete_unused_checkpoints(keep)
@@ -290,9 +256,6 @@ class StateDStream(StateStream):
                 if ms < bases[-1]:
                     fs.delete(f"{directory}/{split:05d}/{ms:013d}.{kind}")
 
-    def _cached_rdds(self) -> list[RDD[Any]]:
-        return [*super()._cached_rdds(), *self._internal.values()]
-
     def _journal_state(self) -> dict[str, Any] | None:
         state = super()._journal_state()
         if self._approx is not None and state is not None:
@@ -315,6 +278,87 @@ class StateDStream(StateStream):
                 "restoredPartitions": tracker.restored,
             }
         return entry
+
+
+class StateDStream(ApproximatedState):
+    """``updateStateByKey``: every key with a state or new values gets
+    ``update(new values, old state)`` each interval."""
+
+    def __init__(
+        self,
+        events: TaggedEvents,
+        update_func: Callable[[list[Any], Any], Any],
+        initial: RDD[Any] | None,
+        user_functions: Iterable[UserFunction],
+    ) -> None:
+        super().__init__(
+            [events],
+            name="updateStateByKey",
+            num_partitions=events._partitions,
+            user_functions=user_functions,
+        )
+        self._update = update_func
+        self._initial: RDD[Any] | None = initial
+        events._schedule = self._schedule
+
+    # The initial RDD exists only in the driver that made it (a restart uses checkpoints).
+    # Under approximateRecovery, _internal holds each interval's state with its META records
+    # (what is cached and checkpointed; users see it without them) and _approximation the
+    # driver's bookkeeping (the restores it journals are restored with the state).
+    _transient: ClassVar[tuple[str, ...]] = ("_initial", "_internal")
+    _unbounded: ClassVar[str | None] = (
+        "updateStateByKey keeps each key's state from every interval since the start"
+    )
+    _fixed_partitions: ClassVar[str | None] = None  # (key, state) records: rescale() works
+
+    def _init_transient(self) -> None:
+        super()._init_transient()
+        self._initial = None
+        self._internal: dict[Time, RDD[Any]] = {}
+
+    def _parent_remember_duration(self) -> Duration | None:
+        return (self._remember_duration or self._slide_duration) + self._replay_span()
+
+    def _persist_level(self) -> Any:
+        # Under approximateRecovery users get a view (not cached) of the cached state.
+        return None if self._approx is not None else super()._persist_level()
+
+    def _compute(self, time: Time) -> RDD[Any] | None:
+        rdd = super()._compute(time)
+        if self._approx is None or rdd is None:
+            return rdd
+        rdd.persist(self._approx_persist())
+        self._internal[time] = rdd
+        return rdd.mapPartitions(drop_meta, preservesPartitioning=True)
+
+    def _state_rdd(self, time: Time) -> RDD[Any] | None:
+        if self._approx is None:
+            return super()._state_rdd(time)
+        return self._internal.get(time)
+
+    def _approximate_merge(self, union: RDD[Any], times: list[Time]) -> RDD[Any]:
+        task, update, millis = self._approx_task(times), self._update, [u.ms for u in times]
+        notes = self._tracker.accumulator()
+        quarantine, label, stream = self._graph.quarantine, self._label, self._id
+        acc = quarantine.accumulator() if quarantine.active else None
+
+        def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
+            bad = None if acc is None else StateNotes(acc, label, split, stream)
+            on_error = None if bad is None else bad.note
+            yield from merge_approximate(split, records, update, millis, task, notes, on_error)
+            if bad is not None:
+                bad.send()
+
+        return union.mapPartitionsWithIndex(merge_partition, True)
+
+    def _clear_metadata(self, time: Time) -> None:
+        super()._clear_metadata(time)
+        with self._lock:
+            for t in [t for t in self._internal if t not in self._generated]:
+                self._internal.pop(t).unpersist(blocking=False)
+
+    def _cached_rdds(self) -> list[RDD[Any]]:
+        return [*super()._cached_rdds(), *self._internal.values()]
 
     def _merge(
         self,
@@ -414,7 +458,7 @@ class StateDStream(StateStream):
         return self._merge(time, state, times)
 
 
-class TrackDStream(StateStream):
+class TrackDStream(ApproximatedState):
     """``track``'s state: one ``(partition, TrackDelta)`` record per partition per interval,
     over snapshot files that the asynchronous checkpoint (a compaction) renews (see
     :mod:`dstream.tasks.track_state` for why)."""
@@ -475,20 +519,41 @@ class TrackDStream(StateStream):
         snapshots = None if base_ms is None else self._snapshots(base_ms)
         quarantine, label, stream = self._graph.quarantine, self._label, self._id
         acc = quarantine.accumulator() if quarantine.active else None
+        approx = None if self._approx is None else self._approx_task(times)
+        said = None if approx is None else self._tracker.accumulator()
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
             parts = sections(records, len(millis) + 1)
-            previous_delta = parts[0][0][1] if parts[0] else None
             intervals = list(zip(millis, parts[1:], strict=True))
             base = None if snapshots is None else snapshots[split]
             notes = None if acc is None else StateNotes(acc, label, split, stream)
+            if approx is not None:
+                yield (
+                    split,
+                    fold_approximate(
+                        split, parts[0], base_ms, base, intervals, fns, approx, files, notes, said
+                    ),
+                )
+                return
+            previous_delta = parts[0][0][1] if parts[0] else None
             yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files, notes)
 
         union = sectioned_union(self._graph.runtime.marks, self._partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
-        return self._fold(previous, self._built_on.get(time - self._slide_duration), [time])
+        if self._approx is None:
+            return self._fold(previous, self._built_on.get(time - self._slide_duration), [time])
+        # The previous deltas as the executors hold them, not their lineage; each task moves
+        # its delta onto the newest snapshot itself (fold_approximate), folding nothing again.
+        from dstream.streams.surviving import surviving
+
+        with self._lock:
+            base = self._published_ms
+        return self._fold(surviving(previous), base, [time])
+
+    def _persist_level(self) -> Any:
+        return self._approx_persist() if self._approx is not None else super()._persist_level()
 
     def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         times = self._replay_times(time, base_ms)
@@ -500,6 +565,13 @@ class TrackDStream(StateStream):
     def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> bytes:
         # The checkpoint of track() is a compaction: snapshot + delta -> a new snapshot. Its
         # manifest records each new snapshot's digest.
+        if self._approx is not None:
+            # The deltas the stream went on from, as the executors hold them: a block lost
+            # since is not compacted (restored, it would not be the chain that moves onto
+            # this snapshot), and this checkpoint fails; the next one is taken as usual.
+            from dstream.streams.surviving import surviving
+
+            rdd = surviving(rdd).filter(lambda pd: type(pd[0]) is not approx_state.LostBlock)
         written = dict(rdd.map(lambda pd: compact(pd[1], directory)).collect())
         missing = sorted(set(range(self._partitions)) - set(written))
         if missing:

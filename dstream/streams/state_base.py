@@ -359,9 +359,16 @@ class StateStream(DStreamCore[Any]):
         if self._zero_time is None or every is None or (time - self._zero_time).ms % every.ms:
             return
         rdd = self._state_rdd(time)
+        if rdd is not None:
+            self._submit_checkpoint(time, rdd)
+
+    def _submit_checkpoint(self, time: Time, rdd: RDD[Any]) -> bool:
+        """Hand the state of ``time`` to the background checkpointer (False: one of this
+        stream's is still in flight, or none runs)."""
         checkpointer = self._graph.runtime.checkpointer
-        if rdd is not None and checkpointer is not None:  # a state stream's context has one
-            checkpointer.submit(self, time, rdd)
+        if checkpointer is None:  # a state stream's context has one
+            return False
+        return checkpointer.submit(self, time, rdd)
 
     @property
     def _steps_from_blocks(self) -> bool:

@@ -16,6 +16,11 @@ and the deltas after it), and the current interval is folded into it as usual. W
 restore cost is the drift since the copy, at most ``θ``; no interval is recomputed and the
 lineage stops there.
 
+:class:`Copier` is that bookkeeping for one partition whatever its state's shape: the dict
+of ``updateStateByKey`` here (:func:`merge_approximate`), the snapshot plus delta of
+``track`` in :func:`dstream.tasks.track_state.fold_approximate` (whose meta travels in the
+delta, and whose copies also name each interval's keys with events, for their timeouts).
+
 The thresholds follow AF-Stream's Sec. 3.5.2-3.5.3: a state of ``n`` partitions starts each
 at ``θ = Θ / 2n``, and a partition halves its own after each restore, so after ``k`` failures
 it has lost at most ``Θ/2n (1 + 1/2 + ... + 1/2^k) < Θ/n``, and the whole state less than
@@ -25,9 +30,11 @@ restore is exact.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import zip_longest
 from numbers import Number
 from typing import TYPE_CHECKING, Any
@@ -44,6 +51,7 @@ __all__ = [
     "MISSING",
     "ApproxMeta",
     "ApproxTask",
+    "Copier",
     "CopyStore",
     "LostBlock",
     "Restored",
@@ -51,6 +59,7 @@ __all__ = [
     "drop_meta",
     "l1",
     "merge_approximate",
+    "note_change",
     "threshold",
 ]
 
@@ -58,6 +67,10 @@ __all__ = [
 # more than the base itself (at least this many bytes): a restore reads at most about twice
 # the partition.
 MIN_BASE_BYTES = 1 << 20
+# ... or once there are this many of them: a restore opens at most this many files more.
+# (At Θ = 0, or for track(), whose copy names each interval's keys with events, a partition
+# writes a delta most intervals, however small.)
+MAX_DELTAS = 256
 
 
 class _Missing:
@@ -121,6 +134,7 @@ class ApproxMeta:
     dirty: dict[Any, Any] = field(default_factory=dict)
     base_bytes: int = 0  # the newest base's size (0: none yet, the empty start)
     delta_bytes: int = 0  # deltas written since that base
+    deltas: int = 0  # how many (a META pickled before this field reads the class's 0)
 
 
 def threshold(max_divergence: float, partitions: int, failures: int) -> float:
@@ -186,9 +200,24 @@ class CopyStore:
                 out.append((int(stem), kind))
         return sorted(out)
 
-    def restore(self, split: int, upto_ms: int) -> Restored:
+    def failures(self, split: int, upto_ms: int) -> int:
+        """The restores ``split`` had seen by ``upto_ms``, from its newest copy file then (a
+        restore always ends in a copy, so that file counts them all). If the files that old
+        were pruned, the oldest left: a count too high only halves the threshold once more."""
+        files = self.copies(split)
+        if not files:
+            return 0
+        ms, kind = max((f for f in files if f[0] <= upto_ms), default=files[0])
+        path = f"{self._dir(split)}/{ms:013d}.{kind}"
+        return int(decode(self.files.read_bytes(path), path)[0]["failures"])
+
+    def restore(
+        self, split: int, upto_ms: int, touch: Callable[[Any, int], Any] | None = None
+    ) -> Restored:
         """The partition as its copies had it after interval ``upto_ms``: the newest base at
-        or before it and every delta after that base, in order."""
+        or before it and every delta after that base, in order. A delta's ``touched`` keys
+        (track(): those that had events, for their timeouts) are given ``touch(value, its
+        interval ms)``."""
         files = [(ms, kind) for ms, kind in self.copies(split) if ms <= upto_ms]
         start = max((i for i, (_, kind) in enumerate(files) if kind == "base"), default=None)
         states: dict[Any, Any] = {}
@@ -204,6 +233,10 @@ class CopyStore:
                         states.pop(key, None)
                     else:
                         states[key] = value
+                if touch is not None:
+                    for key in body.get("touched", ()):
+                        if key in states:
+                            states[key] = touch(states[key], ms)
             failures, newest = body["failures"], ms
         return Restored(states, failures, newest)
 
@@ -221,6 +254,7 @@ class ApproxTask:
     # Restores a restarted driver replays: interval ms -> {partition: copy ms (-1: none)}.
     restores: Mapping[int, Mapping[int, int]] = field(default_factory=dict)
     min_base_bytes: int = MIN_BASE_BYTES
+    max_deltas: int = MAX_DELTAS
 
 
 def drop_meta(records: Iterable[Any]) -> Iterator[Any]:
@@ -259,30 +293,102 @@ def merge_approximate(
             states[key] = value
     if meta is None:
         meta = ApproxMeta()
-    said: dict[NoteSlot, Any] = {}
+    copier = Copier(split, task, meta)
     for index, (time_ms, new) in enumerate(zip(times_ms, parts[1:], strict=True)):
-        replayed = task.restores.get(time_ms, {}).get(split)
-        restoring = (lost and index == 0) or replayed is not None
-        if restoring:
-            upto = time_ms - task.slide_ms if replayed is None else replayed
-            restored = task.store.restore(split, upto)
-            bound = threshold(task.max_divergence, task.partitions, restored.failures)
-            states, meta = restored.states, ApproxMeta(failures=restored.failures + 1)
-            copy_ms = -1 if restored.copy_ms is None else restored.copy_ms
-            said[NoteSlot(task.stream, time_ms, split, "restored")] = (copy_ms, bound)
-        _fold_interval(states, meta, new, update_func, task.divergence, time_ms, on_error)
+        restored = copier.restore_at(time_ms, lost and index == 0)
+        if restored is not None:
+            states = restored.states
+        _fold_interval(states, copier.meta, new, update_func, task.divergence, time_ms, on_error)
+        copier.interval_done(
+            time_ms,
+            partial(_values_of, states),
+            partial(_items_of, states),
+        )
+    copier.send(notes)
+    yield from states.items()
+    yield META, copier.meta
+
+
+def _values_of(states: dict[Any, Any], keys: Iterable[Any]) -> list[tuple[Any, Any]]:
+    return [(key, states.get(key, MISSING)) for key in keys]
+
+
+def _items_of(states: dict[Any, Any]) -> list[tuple[Any, Any]]:
+    return list(states.items())
+
+
+class Copier:
+    """One partition's copy-keeping over the intervals of one task, whatever its state's
+    shape (``updateStateByKey``'s dict, ``track``'s snapshot and delta): when to restore
+    (a lost block, or a journaled restore replayed), when to copy, and the notes to the
+    driver. ``writes=False``: the task only folds (a rebuild whose copies another run
+    wrote; it ends in :meth:`write_base`)."""
+
+    def __init__(
+        self,
+        split: int,
+        task: ApproxTask,
+        meta: ApproxMeta,
+        writes: bool = True,
+        touch: Callable[[Any, int], Any] | None = None,
+    ) -> None:
+        self.split, self.task, self.meta, self.writes = split, task, meta, writes
+        self._touch = touch  # see CopyStore.restore
+        self.said: dict[NoteSlot, Any] = {}
+        self._restoring = False
+
+    def restore_at(self, time_ms: int, lost: bool) -> Restored | None:
+        """The partition read back from its copy if interval ``time_ms`` restores it (its
+        previous block is ``lost``, or a restarted driver replays a journaled restore); the
+        meta then starts again, with one failure more."""
+        task = self.task
+        replayed = task.restores.get(time_ms, {}).get(self.split)
+        self._restoring = lost or replayed is not None
+        if not self._restoring:
+            return None
+        upto = time_ms - task.slide_ms if replayed is None else replayed
+        restored = task.store.restore(self.split, upto, self._touch)
+        bound = threshold(task.max_divergence, task.partitions, restored.failures)
+        self.meta = ApproxMeta(failures=restored.failures + 1)
+        copy_ms = -1 if restored.copy_ms is None else restored.copy_ms
+        self.said[NoteSlot(task.stream, time_ms, self.split, "restored")] = (copy_ms, bound)
+        return restored
+
+    def interval_done(
+        self,
+        time_ms: int,
+        current: Callable[[Iterable[Any]], list[tuple[Any, Any]]],
+        whole: Callable[[], list[tuple[Any, Any]]],
+        touched: list[Any] | None = None,
+    ) -> None:
+        """Interval ``time_ms`` is folded in: copy the dirty keys if the drift is past the
+        threshold. ``current(keys)``: those keys' values now (MISSING: removed); ``whole()``:
+        every live ``(key, value)`` (for a base); ``touched``: keys the copy must know had
+        events now (track()'s timeouts), written every interval, with the copy or alone."""
+        meta, task = self.meta, self.task
         theta = threshold(task.max_divergence, task.partitions, meta.failures)
         written = 0
         # A restore always ends in a copy: the copies carry the count of restores, and a
         # second restore before the next copy would otherwise read the old count, keep the
         # threshold it had and let the error grow past Θ (tests/unit/test_approx_state.py).
-        if restoring or (meta.dirty and (meta.divergence > theta or theta == 0)):
-            written = _copy(split, time_ms, states, meta, task)
-        said[NoteSlot(task.stream, time_ms, split, "computed")] = written
-    if notes is not None:
-        notes.add(said)
-    yield from states.items()
-    yield META, meta
+        due = self._restoring or (meta.dirty and (meta.divergence > theta or theta == 0))
+        if self.writes and (due or touched):
+            changes = current(meta.dirty) if due else []
+            written = _copy(self.split, time_ms, changes, whole, meta, task, touched, bool(due))
+        self._restoring = False
+        self.said[NoteSlot(task.stream, time_ms, self.split, "computed")] = written
+
+    def write_base(self, time_ms: int, whole: Callable[[], list[tuple[Any, Any]]]) -> None:
+        """A full base at ``time_ms``: the copy is the state again, whatever came before."""
+        meta, task = self.meta, self.task
+        written = task.store.write(self.split, time_ms, "base", _base(meta, whole()))
+        meta.base_bytes, meta.delta_bytes, meta.deltas = written, 0, 0
+        meta.dirty, meta.divergence = {}, 0.0
+        self.said[NoteSlot(task.stream, time_ms, self.split, "computed")] = written
+
+    def send(self, notes: Any) -> None:
+        if notes is not None:
+            notes.add(self.said)
 
 
 def _fold_interval(
@@ -298,10 +404,13 @@ def _fold_interval(
     news: dict[Any, list[tuple[tuple[int, int], Any]]] = {}
     for key, payload in new:
         news.setdefault(key, []).append(payload)
-    dirty = meta.dirty
     for key in list(states.keys() | news.keys()):
         values = [v for _, v in sorted(news.get(key, ()), key=lambda tv: tv[0])]
         old = states.get(key, MISSING)
+        # The value as it was, for the drift and the dirty keys: an update may change a
+        # state in place (a sketch's array, a dict) and return it, which would otherwise
+        # look unchanged and never be copied.
+        kept = old if type(old) in _IMMUTABLE else copy.deepcopy(old)
         try:
             result = update_func(values, None if old is MISSING else old)
         except Exception as exc:
@@ -314,15 +423,35 @@ def _fold_interval(
             now = MISSING
         else:
             states[key] = now = result
-        if _same(now, old):
-            continue
-        if key in dirty:
-            backed = dirty[key]
-            before = _drift(divergence, key, backed, old)
-        else:
-            dirty[key] = backed = old
-            before = 0.0
-        meta.divergence += _drift(divergence, key, backed, now) - before
+        note_change(meta, divergence, key, kept, now)
+
+
+# States an update cannot change in place (MISSING too): not copied before the update.
+_IMMUTABLE = frozenset({int, float, complex, bool, str, bytes, type(None), _Missing})
+
+
+def note_change(
+    meta: ApproxMeta,
+    divergence: Callable[[Any, Any], float],
+    key: Any,
+    old: Any,
+    now: Any,
+    shown: Any = None,
+) -> None:
+    """Key ``key`` went from ``old`` to ``now`` (MISSING: no value): add the drift from the
+    copy it makes. The first change since the copy remembers the value the copy has.
+    ``shown``: the key as an error names it (default ``key``)."""
+    if _same(now, old):
+        return
+    dirty = meta.dirty
+    name = key if shown is None else shown
+    if key in dirty:
+        backed = dirty[key]
+        before = _drift(divergence, name, backed, old)
+    else:
+        dirty[key] = backed = old
+        before = 0.0
+    meta.divergence += _drift(divergence, name, backed, now) - before
 
 
 def _drift(divergence: Callable[[Any, Any], float], key: Any, backed: Any, now: Any) -> float:
@@ -348,22 +477,40 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+def _base(meta: ApproxMeta, records: list[tuple[Any, Any]]) -> bytes:
+    return encode([{"failures": meta.failures, "records": records}])
+
+
 def _copy(
-    split: int, time_ms: int, states: dict[Any, Any], meta: ApproxMeta, task: ApproxTask
+    split: int,
+    time_ms: int,
+    changes: list[tuple[Any, Any]],
+    whole: Callable[[], list[tuple[Any, Any]]],
+    meta: ApproxMeta,
+    task: ApproxTask,
+    touched: list[Any] | None = None,
+    settle: bool = True,
 ) -> int:
-    """Ship the dirty keys (or, once the deltas outgrow the base, the whole partition);
-    the copy is then the state: nothing is dirty."""
-    changes = [(key, states.get(key, MISSING)) for key in meta.dirty]
-    delta = encode([{"failures": meta.failures, "changes": changes}])
-    if meta.delta_bytes + len(delta) > max(meta.base_bytes, task.min_base_bytes):
-        base = encode([{"failures": meta.failures, "records": list(states.items())}])
-        written = task.store.write(split, time_ms, "base", base)
-        meta.base_bytes, meta.delta_bytes = written, 0
+    """Ship the dirty keys' ``changes`` and the ``touched`` keys (or, once the deltas since
+    the last base outgrow it or are too many to read back, ``whole()``, the whole
+    partition). ``settle`` (the dirty keys were shipped) or a base: the copy is then the
+    state, nothing is dirty."""
+    body: dict[str, Any] = {"failures": meta.failures, "changes": changes}
+    if touched:
+        body["touched"] = touched
+    delta = encode([body])
+    too_big = meta.delta_bytes + len(delta) > max(meta.base_bytes, task.min_base_bytes)
+    if too_big or meta.deltas >= task.max_deltas:
+        written = task.store.write(split, time_ms, "base", _base(meta, whole()))
+        meta.base_bytes, meta.delta_bytes, meta.deltas = written, 0, 0
+        settle = True
     else:
         written = task.store.write(split, time_ms, "delta", delta)
         meta.delta_bytes += written
-    meta.dirty = {}
-    meta.divergence = 0.0
+        meta.deltas += 1
+    if settle:
+        meta.dirty = {}
+        meta.divergence = 0.0
     return written
 
 

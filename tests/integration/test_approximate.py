@@ -21,7 +21,7 @@ import pytest
 
 from dstream import Duration, ManualClock, StreamingContext, StreamingSettings, Time
 from dstream.scheduler.engine import engine_of
-from dstream.streams.keyed_state import StateDStream
+from dstream.streams.keyed_state import ApproximatedState
 
 T0 = 1_700_000_000_000
 B = 1000
@@ -53,11 +53,35 @@ def exact(upto: int) -> dict[int, dict[str, int]]:
     return out
 
 
-class Program:
-    """The program under test: running word counts under approximateRecovery(theta)."""
+def exact_track(upto: int, timeout: int) -> dict[int, dict[str, int]]:
+    """track()'s word counts: a word with no event for ``timeout`` intervals is dropped."""
+    totals: dict[str, int] = {}
+    last: dict[str, int] = {}
+    out = {}
+    for i in range(1, upto + 1):
+        for w in (w for line in lines_of(i) for w in line.split()):
+            totals[w], last[w] = totals.get(w, 0) + 1, i
+        for w in [w for w, at in last.items() if at <= i - timeout]:
+            del totals[w], last[w]
+        out[T0 + i * B] = dict(totals)
+    return out
 
-    def __init__(self, sc: Any, root: Path, theta: float, clock: ManualClock) -> None:
+
+class Program:
+    """The program under test: running word counts under approximateRecovery(theta), by
+    updateStateByKey or (``track_timeout``: intervals) by track()."""
+
+    def __init__(
+        self,
+        sc: Any,
+        root: Path,
+        theta: float,
+        clock: ManualClock,
+        track_timeout: int | None = None,
+        every: int = 4,
+    ) -> None:
         self.states: dict[int, dict[str, int]] = {}
+        self.track_timeout, self.every = track_timeout, every
         self.ssc = StreamingContext.getOrCreate(
             str(root / "ckpt"), lambda: self._setup(sc, root, theta, clock), sc, clock=clock
         )
@@ -70,8 +94,12 @@ class Program:
         ssc = StreamingContext(sc, Duration(B), clock=clock)
         ssc.checkpoint(str(root / "ckpt"))
         pairs = ssc.textFileStream(str(root / "in")).flatMap(str.split).map(lambda w: (w, 1))
-        totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), PARTITIONS)
-        totals.checkpoint(4).approximateRecovery(theta)
+        if self.track_timeout is None:
+            totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), PARTITIONS)
+        else:
+            timeout = Duration(self.track_timeout * B)
+            totals = pairs.track(lambda k, e: e, lambda k, s, e: s + e, timeout, PARTITIONS)
+        totals.checkpoint(self.every).approximateRecovery(theta)
         totals.foreachRDD(self._collect)
         return ssc
 
@@ -79,8 +107,9 @@ class Program:
         self.states[time.ms] = dict(rdd.collect())
 
     @property
-    def node(self) -> StateDStream:
-        (node,) = [s for s in engine_of(self.ssc).graph.streams if isinstance(s, StateDStream)]
+    def node(self) -> ApproximatedState:
+        streams = engine_of(self.ssc).graph.streams
+        (node,) = [s for s in streams if isinstance(s, ApproximatedState)]
         return node
 
     def run(self, upto: int, lose_after: tuple[int, ...] = ()) -> None:
@@ -92,7 +121,9 @@ class Program:
             assert self.ssc.wait_for_batch(now, 120), now
             if (now.ms - T0) // B in lose_after:
                 # As an executor's death: the cached blocks of this interval's state go.
-                self.node._internal[now].unpersist(blocking=True)
+                state = self.node._state_rdd(now)
+                assert state is not None
+                state.unpersist(blocking=True)
         self.ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
 
 
@@ -146,6 +177,28 @@ def test_a_lost_state_is_restored_from_its_copies_within_the_bound(
         assert errors == [0] * 10
     else:
         # Nothing lost before the first loss; after it, never more than Θ in all.
+        assert errors[:3] == [0, 0, 0] and max(errors) <= theta and max(errors) > 0, errors
+
+
+@pytest.mark.parametrize("theta", [0.0, 400.0])
+def test_a_lost_track_partition_is_restored_from_its_copies_within_the_bound(
+    sc: Any, place: Path, theta: float
+) -> None:
+    """track() with a timeout of 3 intervals (rare words time out) and a snapshot every 2:
+    the deltas move onto each new snapshot in their tasks, and a lost one is restored from
+    the partition's copy plus the interval, nothing folded again."""
+    p = Program(sc, place, theta, ManualClock(T0), track_timeout=3, every=2)
+    try:
+        p.run(8, lose_after=(3, 5))
+        restored = p.node._tracker.restored
+    finally:
+        p.ssc.stop(stopSparkContext=False)
+    assert restored == 2 * PARTITIONS
+    want = exact_track(8, 3)
+    errors = [error(p.states[t], want[t]) for t in sorted(want)]
+    if theta == 0:
+        assert errors == [0] * 8
+    else:
         assert errors[:3] == [0, 0, 0] and max(errors) <= theta and max(errors) > 0, errors
 
 
@@ -203,6 +256,17 @@ def test_what_cannot_be_recovered_approximately_is_refused(sc: Any) -> None:
     with pytest.raises(ValueError, match=r"partition count is fixed"):
         totals.rescale(4)
     totals.foreachRDD(lambda rdd: None)
+    # track() too: a fixed partition count (its own rule), and one recovery at a time.
+    sessions = pairs.track(lambda k, e: e, lambda k, s, e: s + e, 3)
+    for bad in (-1, "10"):
+        with pytest.raises(ValueError, match=r"must be a finite number >= 0"):
+            sessions.approximateRecovery(bad)  # type: ignore[arg-type]
+    sessions.approximateRecovery(10)
+    with pytest.raises(ValueError, match=r"rescale\(4\) of track.*snapshot files.*fixed"):
+        sessions.rescale(4)
+    with pytest.raises(ValueError, match=r"already restores"):
+        sessions.recoveryStrategy("replicate")
+    sessions.foreachRDD(lambda rdd: None)
     ssc.stop(stopSparkContext=False)
 
     pipelined = StreamingContext(sc, 1, settings=StreamingSettings(pipelining_depth=2))

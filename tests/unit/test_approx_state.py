@@ -29,6 +29,17 @@ from dstream.tasks.approx_state import (
     threshold,
 )
 from dstream.tasks.state_merge import SectionMark
+from dstream.tasks.track_state import (
+    SnapshotRef,
+    TrackDelta,
+    TrackFunctions,
+    compact,
+    fold,
+    fold_approximate,
+    key_bytes,
+    view,
+)
+from dstream.tasks.track_state import count as live_count
 
 MARK = (0, SectionMark())
 SLIDE = 1000
@@ -233,3 +244,210 @@ def test_a_divergence_that_is_not_a_number_is_refused_by_name(tmp_path: Path) ->
     t = ApproxTask(0, 1.0, 1, SLIDE, lambda a, b: float("nan"), task(tmp_path, 1).store)
     with pytest.raises(ValueError, match=r"divergence of key 'a' is nan.*finite number >= 0"):
         step(t, [], [[("a", 1)]], SLIDE)
+
+
+# ---- track(): a partition is a snapshot plus a delta (dstream.tasks.track_state) ----------
+
+
+def add(key: str, state: int, event: int) -> int | None:
+    return state + event or None  # 0 removes the key
+
+
+def track_fns(timeout: int) -> TrackFunctions:
+    return TrackFunctions(lambda k, e: e or None, add, timeout * SLIDE, SLIDE)
+
+
+def tagged(pairs: list[tuple[str, int]]) -> list[Any]:
+    return [(k, ((0, n), v)) for n, (k, v) in enumerate(pairs)]
+
+
+class TrackRun:
+    """One track() partition under approximateRecovery as the engine drives it: a
+    compaction every ``every`` intervals, published two intervals later; beside it the
+    exact state (track's own fold on no snapshot)."""
+
+    def __init__(self, root: Path, theta: float, timeout: int, every: int = 3, **kw: Any):
+        self.root, self.fns = root, track_fns(timeout)
+        self.task = task(root, theta, **kw)
+        self.delta: TrackDelta | None = None
+        self.exact: TrackDelta | None = None
+        self.snapshots: dict[int, SnapshotRef] = {}
+        self.every = every
+        self.notes = Notes()
+
+    def base_at(self, time_ms: int) -> tuple[int | None, SnapshotRef | None]:
+        seen = [ms for ms in self.snapshots if ms + 2 * SLIDE <= time_ms]
+        return (max(seen), self.snapshots[max(seen)]) if seen else (None, None)
+
+    def step(self, time_ms: int, pairs: list[tuple[str, int]], lose: bool = False) -> None:
+        previous = (
+            [(LostBlock(), None)] if lose else [] if self.delta is None else [(0, self.delta)]
+        )
+        base_ms, base = self.base_at(time_ms)
+        interval = [(time_ms, tagged(pairs))]
+        self.delta = fold_approximate(
+            0, previous, base_ms, base, interval, self.fns, self.task, LocalTaskFiles(), None,
+            self.notes,
+        )  # fmt: skip
+        self.exact = fold(0, self.exact, None, None, interval, self.fns)
+        if (time_ms // SLIDE) % self.every == 0:
+            directory = str(self.root / "snapshots" / str(time_ms))
+            self.snapshots[time_ms] = compact(self.delta, directory)[1]
+
+    def states(self) -> dict[str, int]:
+        assert self.delta is not None
+        return dict(view(self.delta))
+
+    def error(self) -> float:
+        assert self.exact is not None
+        got, want = self.states(), dict(view(self.exact))
+        return sum(l1(got.get(k), want.get(k)) for k in got.keys() | want.keys())
+
+
+def signed_words(rng: random.Random, n: int) -> list[tuple[str, int]]:
+    # Zipf-like keys; some events take a count back to 0, which removes the key.
+    return [(k, rng.choice((1, 1, 2, -1))) for k, _ in words(rng, n)]
+
+
+# Fewer examples than updateStateByKey's: each writes a copy file (fsync'd) most intervals.
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    theta=st.sampled_from([0.0, 4.0, 20.0, 200.0]),
+    timeout=st.sampled_from([2, 5, 100]),
+    failures=st.lists(st.integers(1, 20), min_size=1, max_size=5, unique=True),
+)
+@example(seed=1, theta=20.0, timeout=2, failures=[4, 5, 9])
+def test_a_track_partition_stays_within_theta_over_n_with_removals_and_timeouts(
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    theta: float,
+    timeout: int,
+    failures: list[int],
+) -> None:
+    """The same bound as updateStateByKey's, on a partition that moves onto a new snapshot
+    every three intervals, removes keys (a count back to 0) and times them out."""
+    run = TrackRun(tmp_path_factory.mktemp("track"), theta, timeout)
+    rng = random.Random(seed)
+    for i in range(1, 21):
+        run.step(SLIDE * i, signed_words(rng, rng.randint(0, 10)), lose=i in failures)
+        assert run.error() <= theta / 2 + 1e-9, (i, run.error())
+        assert live_count(run.delta) == len(run.states()), i  # type: ignore[arg-type]
+        if theta == 0:
+            assert run.states() == dict(view(run.exact)), i  # type: ignore[arg-type]
+    restored = [s for s in run.notes.seen if s.kind == "restored"]
+    assert sorted(s.time_ms for s in restored) == [SLIDE * i for i in sorted(failures)]
+
+
+def test_a_track_delta_moves_onto_the_new_snapshot_without_folding_again(
+    tmp_path: Path,
+) -> None:
+    run = TrackRun(tmp_path, 1000.0, timeout=100, every=4)
+    for i in range(1, 7):
+        run.step(SLIDE * i, [(f"k{i}", 1), ("k0", 1)])
+    # Compacted at 4, published from 6: only what changed after 4 is left in the delta.
+    assert run.delta is not None and run.delta.base_ms == 4 * SLIDE
+    assert sorted(run.delta.entries) == sorted(key_bytes(k) for k in ("k0", "k5", "k6"))
+    assert run.error() == 0 and live_count(run.delta) == 7
+
+
+def test_a_restored_track_key_times_out_when_the_exact_one_does(tmp_path: Path) -> None:
+    """The copy holds "a" as of interval 1 (θ = 16 / 2n = 4: the drift 5 is copied, the 2
+    after it is not); its events at 2 and 3 are only *touched* in the copy, so the restore
+    at 4 times "a" out at 3 + timeout, as the exact state does, not at 1 + timeout."""
+    run = TrackRun(tmp_path, 16.0, timeout=4, every=100)
+    run.step(SLIDE, [("a", 5)])
+    run.step(2 * SLIDE, [("a", 1)])
+    run.step(3 * SLIDE, [("a", 1)])
+    run.step(4 * SLIDE, [("b", 1)], lose=True)
+    assert run.states() == {"a": 5, "b": 1}  # the two events since the copy are lost
+    for i in (5, 6):
+        run.step(SLIDE * i, [])
+        assert "a" in run.states(), i
+    run.step(7 * SLIDE, [])
+    assert "a" not in run.states() and "a" not in dict(view(run.exact))  # type: ignore[arg-type]
+
+
+def test_a_restarted_track_rebuild_replays_the_journaled_restore_and_ends_in_a_base(
+    tmp_path: Path,
+) -> None:
+    """A restarted driver folds 5-10 from the snapshot of 4 in one task: the restore the live
+    run made at 7 is replayed from the same copy, no copy is written over the live run's,
+    and the rebuild ends in a base from which a restore is exact."""
+    rng = random.Random(5)
+    run = TrackRun(tmp_path, 30.0, timeout=3, every=4)
+    batches = [signed_words(rng, 6) for _ in range(10)]
+    for i, batch in enumerate(batches, start=1):
+        run.step(SLIDE * i, batch, lose=i == 7)
+    ((slot, (copy_ms, _)),) = [(s, n) for s, n in run.notes.seen.items() if s.kind == "restored"]
+    before = run.task.store.copies(0)
+    replay = dataclasses.replace(run.task, restores={slot.time_ms: {0: copy_ms}})
+    intervals = [(SLIDE * i, tagged(b)) for i, b in enumerate(batches[4:], start=5)]
+    rebuilt = fold_approximate(
+        0, [], 4 * SLIDE, run.snapshots[4 * SLIDE], intervals, run.fns, replay
+    )
+    assert dict(view(rebuilt)) == run.states()
+    assert [f for f in run.task.store.copies(0) if f not in before] == [(10 * SLIDE, "base")]
+    # A partition lost now is restored from that base exactly.
+    later = [(11 * SLIDE, tagged([("w1", 1)]))]
+    restored = fold_approximate(0, [(LostBlock(), None)], None, None, later, run.fns, run.task)
+    exact = fold(0, rebuilt, rebuilt.base_ms, rebuilt.base, later, run.fns)
+    assert dict(view(restored)) == dict(view(exact))
+
+
+def test_a_timeout_from_the_snapshot_is_a_change_the_copy_must_hear(tmp_path: Path) -> None:
+    """Key "a" (12, copied at 3) times out at 5 from the snapshot of 3 alone, then comes back
+    at 6 as 1. Unless the timeout counted as drift (12), the copy would still hold 12 while the
+    drift said "a" was new (1): a restore at 7 would be off by 11, past Θ / n = 8."""
+    run = TrackRun(tmp_path, 16.0, timeout=2, every=3)  # θ = 4
+    for i, pairs in enumerate([[], [], [("a", 12)], [], [], [("a", 1)]], start=1):
+        run.step(SLIDE * i, pairs)
+    assert run.delta is not None and run.delta.base_ms == 3 * SLIDE
+    run.step(7 * SLIDE, [], lose=True)
+    assert run.error() <= 8 and run.states() == {}
+
+
+def test_the_restores_a_copy_had_seen_are_read_from_its_newest_file_then(tmp_path: Path) -> None:
+    t = task(tmp_path, theta=0)
+    assert t.store.failures(0, 10 * SLIDE) == 0  # no copy yet
+    records: list[Any] = []
+    for i in range(1, 7):
+        records = step(t, None if i in (3, 5) else records, [[("a", 1)]], SLIDE * i)
+    assert [t.store.failures(0, SLIDE * i) for i in range(1, 7)] == [0, 0, 1, 1, 2, 2]
+    for ms, kind in t.store.copies(0)[:3]:  # pruned: the oldest left counts, never fewer
+        (tmp_path / "approx-0" / "00000" / f"{ms:013d}.{kind}").unlink()
+    assert t.store.failures(0, SLIDE) == 1
+
+
+def test_a_state_its_update_changes_in_place_is_still_copied(tmp_path: Path) -> None:
+    """A sketch's update may change the old state and return it: with Θ = 0 its restore is
+    still exact (the drift was once measured against the changed object: nothing)."""
+    t = task(tmp_path, theta=0)
+
+    def tally(values: list[int], old: dict[str, int] | None) -> dict[str, int]:
+        if old is None:
+            return {"n": sum(values)}
+        old["n"] += sum(values)
+        return old
+
+    records: list[Any] = []
+    for i in range(1, 6):
+        records = list(
+            merge_approximate(0, [*records, MARK, ("k", ((0, 0), 1))], tally, [SLIDE * i], t)
+        )
+    restored = list(merge_approximate(0, [(LostBlock(), None), MARK], tally, [6 * SLIDE], t))
+    assert states(restored) == states(records) == {"k": {"n": 5}}
+
+
+def test_a_base_once_the_deltas_are_too_many_to_read_back(tmp_path: Path) -> None:
+    """track() writes a delta most intervals (the keys with events, for their timeouts),
+    however small, and Θ here is never reached: after ``max_deltas`` of them a base, from
+    which a restore reads few files, and exactly what the deltas would give."""
+    run = TrackRun(tmp_path, 1e9, timeout=100, every=100, max_deltas=5)
+    for i in range(1, 13):
+        run.step(SLIDE * i, [("a", 1), (f"k{i % 3}", 1)])
+    assert [kind for _, kind in run.task.store.copies(0)] == ["delta"] * 5 + ["base"] + [
+        "delta"
+    ] * 5 + ["base"]
+    run.step(13 * SLIDE, [], lose=True)
+    assert run.error() == 0  # the base is the state: nothing had drifted since
