@@ -74,11 +74,13 @@ def settings_from(args: argparse.Namespace) -> EMSettings:
         window_ms=_ms(args.window),
         half_life_ms=_ms(args.window) // 2,
         history_days=args.history_days,
+        link_timing=args.link_timing,
+        history_lead_ms=_ms(args.history_lead, "--history-lead"),
     )
 
 
-def _ms(text: str) -> int:
-    return to_duration(text, "--window").ms
+def _ms(text: str, flag: str = "--window") -> int:
+    return to_duration(text, flag).ms
 
 
 def _clock(text: str) -> int:
@@ -105,6 +107,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--burn-in", type=int, default=5, help="Gibbs sweeps before sampling")
     p.add_argument("--iterations", type=int, default=2, help="EM iterations per interval")
     p.add_argument("--history-days", type=int, default=10)
+    p.add_argument(
+        "--link-timing",
+        action="store_true",
+        help="weigh each link by the age of its own traversal, not of the second fix",
+    )
+    p.add_argument(
+        "--history-lead",
+        default="0s",
+        help="the past days' window ends this long after now (e.g. 60s): their traversals "
+        "centre nearer now than today's can",
+    )
     p.add_argument("--partitions", type=int, default=4, help="2-3 per core")
     p.add_argument("--batch-em", metavar="HH:MM", help="run the batch baseline once, ending then")
     p.add_argument("--checkpoint", help="checkpoint directory (needed on a cluster)")

@@ -84,7 +84,7 @@ def _requests(
 ) -> list[tuple[int, str]]:
     oid, (line, _) = record
     obs = Observation.parse(line)
-    return [(link, oid) for link, _ in obs.terms(sampler.exponent, sampler.min_share)]
+    return [(link, oid) for link in obs.links_used(sampler.exponent, sampler.min_share)]
 
 
 def _reply(
@@ -102,6 +102,7 @@ def _estep(
     now_ms: int,
     iteration: int,
     sampler: SamplerSettings,
+    link_half_life_ms: int | None,
 ) -> Iterator[tuple[int, Stats]]:
     batch: list[tuple[Observation, float]] = []
     params: dict[int, Params] = {}
@@ -110,10 +111,10 @@ def _estep(
             batch.append((Observation.parse(line), w))
         params.update(replies)
         if len(batch) >= ESTEP_CHUNK:
-            yield from link_statistics(batch, params, now_ms, iteration, sampler)
+            yield from link_statistics(batch, params, now_ms, iteration, sampler, link_half_life_ms)
             batch, params = [], {}
     if batch:
-        yield from link_statistics(batch, params, now_ms, iteration, sampler)
+        yield from link_statistics(batch, params, now_ms, iteration, sampler, link_half_life_ms)
 
 
 def _mstep(
@@ -142,7 +143,9 @@ def em_rdds(
 ) -> RDD[tuple[int, Params]]:
     """EM iterations over ``(observation id, (line, weight))`` records starting from
     ``params`` (links without: their prior, from the broadcast ``priors``): the new
-    ``(link, (k, theta))`` of every link the observations cover, partitioned by link."""
+    ``(link, (k, theta))`` of every link the last iteration's E-step split a duration over,
+    partitioned by link. A link without statistics in an iteration (its candidate paths
+    lost their weight) keeps its estimate for the next one, as in ``traffic.em``."""
     keyed = data.filter(lambda r: r[1][1] > 0).partitionBy(partitions)
     current = params
     for it in range(iterations):
@@ -155,12 +158,27 @@ def em_rdds(
             .partitionBy(partitions)
         )
         stats = keyed.cogroup(replies, partitions).mapPartitions(
-            partial(_estep, now_ms=now_ms, iteration=it, sampler=settings.sampler)
+            partial(
+                _estep,
+                now_ms=now_ms,
+                iteration=it,
+                sampler=settings.sampler,
+                link_half_life_ms=settings.link_half_life_ms,
+            )
         )
-        current = stats.reduceByKey(add_stats, partitions).mapPartitions(
+        fits = stats.reduceByKey(add_stats, partitions).mapPartitions(
             partial(_mstep, priors=priors, settings=settings), preservesPartitioning=True
         )
+        if it == iterations - 1:
+            return fits
+        current = current.cogroup(fits, partitions).mapValues(_newest_fit)
     return current
+
+
+def _newest_fit(pair: tuple[Iterable[Params], Iterable[Params]]) -> Params:
+    """An iteration's fit of a link, or the estimate it started from when it has none."""
+    before, fit = (list(side) for side in pair)
+    return fit[0] if fit else before[0]
 
 
 # ---- history: read once, kept by minute of the day --------------------------------------------
@@ -256,7 +274,8 @@ def estimates_stream(
         now = t.ms if clock is None else clock.tod_ms(t)
         data = live.map(partial(_key_and_weigh, now_ms=now, settings=settings))
         if history is not None and settings.history_days > 0:
-            past = history.flatMap(partial(_history_window, now_ms=now, settings=settings))
+            ahead = now + settings.history_lead_ms
+            past = history.flatMap(partial(_history_window, now_ms=ahead, settings=settings))
             data = data.union(past)
         previous = holder[0].slice(Time(t.ms - batch_ms), Time(t.ms - batch_ms))
         if not previous and t != first[0]:

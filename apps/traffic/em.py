@@ -72,6 +72,15 @@ class EMSettings:
     prior_delay: float = 1.0
     min_shape: float = 1.0
     max_shape: float = 1000.0
+    link_timing: bool = False  # weigh each link by the age of its own traversal
+    # The past days are known ahead of now too: their window ends this much after now (the
+    # time of day), so that their traversals are centred nearer now than today's can be.
+    history_lead_ms: int = 0
+
+    @property
+    def link_half_life_ms(self) -> int | None:
+        """What the E-step times each link's contribution with (None: by the second fix)."""
+        return self.half_life_ms if self.link_timing else None
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -79,6 +88,11 @@ class EMSettings:
         if self.window_ms <= 0 or self.half_life_ms <= 0:
             raise ValueError(
                 f"window {self.window_ms} ms and half-life {self.half_life_ms} ms must be positive"
+            )
+        if not 0 <= self.history_lead_ms <= self.window_ms:
+            raise ValueError(
+                f"history_lead_ms {self.history_lead_ms} must be in [0, window {self.window_ms}]"
+                ": how far after now the past days' window ends"
             )
         if self.history_days < 0 or not 0 < self.day_decay <= 1 or self.history_weight < 0:
             raise ValueError(
@@ -141,19 +155,28 @@ def em_interval(
     iterations: int | None = None,
 ) -> dict[int, Params]:
     """EM iterations over weighted observations, starting from ``state`` (priors where it
-    has no estimate): the new estimates of every link the observations cover."""
+    has no estimate): the new estimates of every link the last iteration's E-step split a
+    duration over (every link the observations cover, unless a candidate path of theirs
+    lost all its weight; a link without statistics in an iteration keeps its estimate)."""
     data = [(obs, w) for obs, w in data if w > 0]
     sampler = settings.sampler
-    needed = {link for obs, _ in data for link, _ in obs.terms(sampler.exponent, sampler.min_share)}
+    needed = {
+        link for obs, _ in data for link in obs.links_used(sampler.exponent, sampler.min_share)
+    }
     current: dict[int, Params] = {}
     for link in needed:
         current[link] = state.get(link) or priors[link]
+    fits: dict[int, Params] = {}
     for it in range(settings.iterations if iterations is None else iterations):
         sums: dict[int, Stats] = {}
-        for link, stats in link_statistics(data, current, now_ms, it, settings.sampler):
+        stats_of = link_statistics(
+            data, current, now_ms, it, settings.sampler, settings.link_half_life_ms
+        )
+        for link, stats in stats_of:
             sums[link] = add_stats(sums[link], stats) if link in sums else stats
-        current = {**current, **fit_links(sums, priors, settings)}
-    return {link: current[link] for link in needed}
+        fits = fit_links(sums, priors, settings)
+        current = {**current, **fits}
+    return fits
 
 
 def history_in_window(
@@ -186,8 +209,10 @@ class OnlineEM:
         """The weighted observations of the interval ending at ``now_ms``."""
         s = self.settings
         live = [o for _, batch in self.live for o in batch]
-        past = history_in_window(self.history, self.history_ends, now_ms, s.window_ms)
-        weighted = [(o, observation_weight(o, now_ms, s)) for o in (*live, *past)]
+        ahead = now_ms + s.history_lead_ms
+        past = history_in_window(self.history, self.history_ends, ahead, s.window_ms)
+        weighted = [(o, observation_weight(o, now_ms, s)) for o in live]
+        weighted += [(o, observation_weight(o, ahead, s)) for o in past]
         return [(o, w) for o, w in weighted if w > 0]
 
     def slide(self, now_ms: int, arrivals: Sequence[Observation]) -> None:

@@ -17,6 +17,13 @@ draw of the whole split; with more, ``chains`` chains per observation start from
 normalised-gamma split, run ``burn_in`` sweeps (pairs (0,1), (1,2), ..., (m-1, 0)), then
 give one sample per sweep (``samples`` in all, the paper's 300 by default).
 
+An observation of noisy GPS fixes has candidate paths (:mod:`traffic.paths`): each is
+weighed by its prior and by how well it explains the duration under the current estimates
+(:func:`path_weights`), and each candidate left is sampled as above, with its own seed, and
+contributes its weight's share of the observation's statistics: the E-step of the path as
+well as of the split (Hunter et al., 2009). Optionally (``link_half_life_ms``) each link's
+contribution is timed by when the vehicle crossed it rather than by the second fix.
+
 Many observations are sampled together (numpy over all their chains) but each draws its
 random numbers from its own generator, :func:`rng_for` (record id, interval, iteration),
 in the same order as it would alone: an E-step recomputed after a failure, or in the
@@ -40,10 +47,12 @@ from traffic.pair_sampler import sample_tilted_beta
 
 __all__ = [
     "FIXED_POINT",
+    "MIN_PATH_WEIGHT",
     "SamplerSettings",
     "Stats",
     "add_stats",
     "link_statistics",
+    "path_weights",
     "rng_for",
     "sample_splits",
 ]
@@ -91,19 +100,22 @@ def rng_for(record_id: str, interval_ms: int, iteration: int) -> np.random.Gener
 
 @dataclass
 class Split:
-    """One observation's problem: split ``total`` over gammas (``shapes``, ``scales``)."""
+    """One observation's problem: split ``total`` over gammas (``shapes``, ``scales``),
+    with ``chains`` chains (0: the count :func:`sample_splits` is given)."""
 
     shapes: np.ndarray
     scales: np.ndarray
     total: float
     rng: np.random.Generator
+    chains: int = 0
 
 
 def sample_splits(
     problems: Sequence[Split], chains: int, burn_in: int, per_chain: int
 ) -> list[np.ndarray]:
     """For each problem, ``chains * per_chain`` draws of ``y`` given ``sum y = total``
-    (an array of shape (samples, m)), all problems advanced together."""
+    (an array of shape (samples, m); a problem's own ``chains`` when it has them), all
+    problems advanced together."""
     if not problems:
         return []
     for prob in problems:
@@ -117,28 +129,28 @@ def sample_splits(
     order = sorted(range(len(problems)), key=lambda i: -len(problems[i].shapes))
     probs = [problems[i] for i in order]
     lengths = np.array([len(p.shapes) for p in probs])
+    counts = np.array([p.chains or chains for p in probs])
+    first = np.concatenate([[0], np.cumsum(counts)])  # each problem's first row
     width = int(lengths[0])
-    rows = len(probs) * chains
-    owner = np.repeat(np.arange(len(probs)), chains)
+    rows = int(first[-1])
+    owner = np.repeat(np.arange(len(probs)), counts)
     k = np.ones((len(probs), width))
     inv_b = np.ones((len(probs), width))
     y = np.ones((rows, width))
     for o, prob in enumerate(probs):
-        m = len(prob.shapes)
+        m, lo, hi = len(prob.shapes), int(first[o]), int(first[o + 1])
         k[o, :m] = prob.shapes
         inv_b[o, :m] = 1.0 / prob.scales
         if m > 1:
-            start = prob.rng.gamma(prob.shapes, prob.scales, size=(chains, m))
-            y[o * chains : (o + 1) * chains, :m] = start * (
-                prob.total / start.sum(1, keepdims=True)
-            )
+            start = prob.rng.gamma(prob.shapes, prob.scales, size=(hi - lo, m))
+            y[lo:hi, :m] = start * (prob.total / start.sum(1, keepdims=True))
         else:
-            y[o * chains : (o + 1) * chains, 0] = prob.total
+            y[lo:hi, 0] = prob.total
     k_rows, inv_rows = k[owner], inv_b[owner]
     gens = [p.rng for p in probs]
-    draws = _Uniforms(gens, chains)
-    active = [int((lengths >= p + 2).sum()) * chains for p in range(width - 1)]
-    wrap = int((lengths >= 3).sum()) * chains
+    draws = _Uniforms(gens, owner)
+    active = [int(counts[lengths >= p + 2].sum()) for p in range(width - 1)]
+    wrap = int(counts[lengths >= 3].sum())
     wrap_col = (lengths[owner[:wrap]] - 1) if wrap else np.zeros(0, dtype=int)
     out = np.zeros((rows, width, per_chain))
 
@@ -160,21 +172,22 @@ def sample_splits(
         out[:, :, t] = y
     result: list[np.ndarray] = [np.empty(0)] * len(problems)
     for o, i in enumerate(order):
-        m = int(lengths[o])
-        block = out[o * chains : (o + 1) * chains, :m, :]  # chains x m x per_chain
-        result[i] = block.transpose(0, 2, 1).reshape(chains * per_chain, m)
+        m, lo, hi = int(lengths[o]), int(first[o]), int(first[o + 1])
+        block = out[lo:hi, :m, :]  # chains x m x per_chain
+        result[i] = block.transpose(0, 2, 1).reshape((hi - lo) * per_chain, m)
     return result
 
 
 class _Uniforms:
     """Uniform draws for any set of rows, each row's from its observation's generator (rows
-    of one observation are consecutive), in increasing row order."""
+    of one observation are consecutive, ``owner`` says whose each row is), in increasing
+    row order."""
 
-    def __init__(self, gens: list[np.random.Generator], chains: int) -> None:
-        self.gens, self.chains = gens, chains
+    def __init__(self, gens: list[np.random.Generator], owner: np.ndarray) -> None:
+        self.gens, self.owner = gens, owner
 
     def __call__(self, rows: np.ndarray, count: int) -> np.ndarray:
-        owners = rows // self.chains
+        owners = self.owner[rows]
         out = np.empty((len(rows), count))
         cuts = np.flatnonzero(np.diff(owners)) + 1
         for s, e in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
@@ -205,39 +218,97 @@ def _pair_update(
     y[rows, j] = np.where(flip, small, s - small)
 
 
+MIN_PATH_WEIGHT = 0.01  # candidate paths less likely than this (given the duration) are dropped
+
+
+def path_weights(
+    obs: Observation, params: Mapping[int, tuple[float, float]], settings: SamplerSettings
+) -> list[tuple[int, float]]:
+    """``(index in obs.paths, weight)`` of the candidate paths the E-step splits the duration
+    over: each path's prior times the likelihood of the observed duration on it under the
+    current estimates, normalised. A path's travel time is a sum of independent gammas
+    ``Gamma(k_l, a_l theta_l)``; its density is taken as the one gamma with the same mean
+    (``sum k a theta``) and variance (``sum k a^2 theta^2``). Paths below
+    :data:`MIN_PATH_WEIGHT` are dropped and the rest renormalised; a path with no link left
+    to split over (every share below ``min_share``) is not a candidate. One path has weight 1."""
+    scored: list[tuple[int, float]] = []
+    for c, path in enumerate(obs.paths):
+        terms = path.terms(settings.exponent, settings.min_share)
+        if not terms:
+            continue
+        if len(obs.paths) == 1:
+            return [(c, 1.0)]
+        k = np.array([params[link][0] for link, _ in terms])
+        b = np.array([params[link][1] * a for link, a in terms])
+        mean, var = float((k * b).sum()), float((k * b * b).sum())
+        shape, scale = mean * mean / var, var / mean
+        d = obs.duration_s
+        loglik = (shape - 1) * math.log(d) - d / scale - math.lgamma(shape)
+        loglik -= shape * math.log(scale)
+        scored.append((c, path.log_prior + loglik))
+    if not scored:
+        return []
+    top = max(s for _, s in scored)
+    raw = [(c, math.exp(s - top)) for c, s in scored]
+    total = sum(w for _, w in raw)
+    kept = [(c, w / total) for c, w in raw if w / total >= MIN_PATH_WEIGHT]
+    total = sum(w for _, w in kept)
+    return [(c, w / total) for c, w in kept]
+
+
 def link_statistics(
     batch: Sequence[tuple[Observation, float]],
     params: Mapping[int, tuple[float, float]],
     interval_ms: int,
     iteration: int,
     settings: SamplerSettings,
+    link_half_life_ms: int | None = None,
 ) -> list[tuple[int, Stats]]:
     """The E-step of a batch of weighted observations: each one's contribution to the
-    sufficient statistics of each of its links, given the current ``(shape, scale)`` of
-    those links. The result for an observation does not depend on the rest of the batch."""
+    sufficient statistics of each link of its candidate paths (weighted by
+    :func:`path_weights`), given the current ``(shape, scale)`` of those links. The result
+    for an observation does not depend on the rest of the batch.
+
+    With ``link_half_life_ms``, each link's contribution is timed by its own traversal
+    rather than by the observation as a whole: the observation's weight (the age of its
+    second fix) times ``0.5 ** ((before - duration / 2) / half_life)``, where ``before`` is
+    how long before the second fix the vehicle was halfway along the link (from the mean
+    of the sampled split). Links crossed after the trip's middle weigh more, those before it
+    less; the weight of the prior and of the history against today's data stays as it was."""
     problems: list[Split] = []
-    kept: list[tuple[list[int], np.ndarray, float]] = []
+    kept: list[tuple[list[int], np.ndarray, float, float]] = []
     for obs, weight in batch:
-        terms = obs.terms(settings.exponent, settings.min_share)
-        if not terms or weight <= 0:
+        if weight <= 0:
             continue
-        links = [link for link, _ in terms]
-        shares = np.array([a for _, a in terms])
-        shapes = np.array([params[link][0] for link in links])
-        scales = np.array([params[link][1] for link in links]) * shares
-        problems.append(
-            Split(shapes, scales, obs.duration_s, rng_for(obs.id, interval_ms, iteration))
-        )
-        kept.append((links, shares, float(weight)))
+        candidates = path_weights(obs, params, settings)
+        for c, share in candidates:
+            terms = obs.paths[c].terms(settings.exponent, settings.min_share)
+            links = [link for link, _ in terms]
+            shares = np.array([a for _, a in terms])
+            shapes = np.array([params[link][0] for link in links])
+            scales = np.array([params[link][1] for link in links]) * shares
+            seed = obs.id if len(obs.paths) == 1 else f"{obs.id}#{c}"
+            # Chains in proportion to the path's weight: a path worth 5 % of the
+            # observation needs no more samples than 5 % of its statistics are worth.
+            chains = max(1, math.ceil(settings.chains * share - 1e-9))
+            rng = rng_for(seed, interval_ms, iteration)
+            problems.append(Split(shapes, scales, obs.duration_s, rng, chains))
+            kept.append((links, shares, float(weight) * share, obs.duration_s))
     per_chain = settings.samples // settings.chains
     splits = sample_splits(problems, settings.chains, settings.burn_in, per_chain)
     out: list[tuple[int, Stats]] = []
-    for (links, shares, w), y in zip(kept, splits, strict=True):
+    for (links, shares, w, duration), y in zip(kept, splits, strict=True):
         x = y / shares
         mean_x = x.mean(axis=0)
         mean_log = np.log(x).mean(axis=0)
-        for link, mx, ml in zip(links, mean_x, mean_log, strict=True):
-            out.append((link, (_fixed(w), _fixed(w * float(mx)), _fixed(w * float(ml)))))
+        weights = np.full(len(links), w)
+        if link_half_life_ms is not None:
+            mean_y = y.mean(axis=0)
+            midpoint = np.cumsum(mean_y) - mean_y / 2  # s after the first fix
+            before = np.maximum(duration - midpoint, 0.0) - duration / 2
+            weights = w * 0.5 ** (before * 1000 / link_half_life_ms)
+        for link, lw, mx, ml in zip(links, weights.tolist(), mean_x, mean_log, strict=True):
+            out.append((link, (_fixed(lw), _fixed(lw * float(mx)), _fixed(lw * float(ml)))))
     return out
 
 

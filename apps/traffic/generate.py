@@ -4,8 +4,12 @@ Trips start at random times (a Poisson process, ``trips_per_min``) between rando
 intersections and follow the fastest route at the speed limits. Entering a link at time
 ``t`` a vehicle spends a Gamma(k_l, theta_l(t, day)) time on it (the city's ground truth),
 at a constant speed within the link. Each vehicle reports a fix every ``report_s`` seconds
-from a random phase; two consecutive fixes make one observation (already map-matched: the
-links between them and the positions of the fixes on the first and last link).
+from a random phase; two consecutive fixes make one observation. With exact fixes
+(``gps_noise_m=0``, the default) it is already map-matched: the links between them and the
+positions of the fixes on the first and last link. With ``gps_noise_m`` each fix is moved
+by isotropic Gaussian noise of that standard deviation and the observation carries the
+candidate paths between the two noisy fixes (:mod:`traffic.paths`), the true one among
+them or not.
 
 Every ``holdout_every``-th vehicle of today is held out: its observations are not in the
 stream; its true full-link travel times are kept to score the estimates (the held-out
@@ -33,7 +37,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from traffic.network import City, CityConfig
-from traffic.observations import Observation, interval_end
+from traffic.observations import CandidatePath, Observation, interval_end
+from traffic.paths import GpsModel, candidate_paths, link_point
 
 __all__ = [
     "DayData",
@@ -59,6 +64,7 @@ class TrafficConfig:
     warmup_ms: int = 20 * 60_000
     holdout_every: int = 10
     fixes: str = "planned"
+    gps_noise_m: float = 0.0  # 0: fixes exactly on the road, map-matched to one path
     seed: int = 23
 
     def __post_init__(self) -> None:
@@ -68,6 +74,11 @@ class TrafficConfig:
             )
         if self.fixes not in ("planned", "clock"):
             raise ValueError(f"fixes {self.fixes!r} must be 'planned' or 'clock'")
+        if not self.gps_noise_m >= 0:
+            raise ValueError(
+                f"gps_noise_m {self.gps_noise_m} must be 0 (exact fixes) or a positive "
+                "standard deviation in metres, e.g. 15"
+            )
         if self.trips_per_min <= 0 or self.report_s <= 0:
             raise ValueError(
                 f"trips_per_min {self.trips_per_min} and report_s {self.report_s} must be positive"
@@ -141,20 +152,46 @@ def _drive(
         fixes = _clock_fixes(enter, leave, start_ms + phase * traffic.report_s * 1000, t, traffic)
     else:
         fixes = _planned_fixes(city, route, enter, leave, start_ms, phase, traffic, day)
+    noisy = _noisy_points(city, route, fixes, traffic, day, vehicle)
     for m in range(1, len(fixes)):
         (t0, i0, p0), (t1, i1, p1) = fixes[m - 1], fixes[m]
-        if traffic.start_ms <= t1 <= traffic.end_ms:
-            data.observations.append(
-                Observation(
-                    f"d{day}v{vehicle}o{m}",
-                    day,
-                    round(t1),
-                    (t1 - t0) / 1000,
-                    tuple(route[i0 : i1 + 1]),
-                    p0,
-                    p1,
-                )
-            )
+        if not traffic.start_ms <= t1 <= traffic.end_ms:
+            continue
+        if noisy is None:
+            paths: tuple[CandidatePath, ...] = (CandidatePath(tuple(route[i0 : i1 + 1]), p0, p1),)
+        else:
+            paths = tuple(candidate_paths(city, noisy[m - 1], noisy[m], _gps(traffic)))
+            if not paths:
+                continue  # a fix too far from every road: dropped, as map matching would
+        data.observations.append(
+            Observation(f"d{day}v{vehicle}o{m}", day, round(t1), (t1 - t0) / 1000, paths)
+        )
+
+
+def _gps(traffic: TrafficConfig) -> GpsModel:
+    """The path inference's model of the generator's noise: candidates within 3 sigma."""
+    return GpsModel(sigma_m=traffic.gps_noise_m, radius_m=3 * traffic.gps_noise_m)
+
+
+def _noisy_points(
+    city: City,
+    route: list[int],
+    fixes: list[tuple[float, int, float]],
+    traffic: TrafficConfig,
+    day: int,
+    vehicle: int,
+) -> list[tuple[float, float]] | None:
+    """Where the GPS put each fix: the true point plus isotropic Gaussian noise (from a
+    generator of its own, so the trips are the same whatever the noise); None without noise."""
+    if traffic.gps_noise_m == 0:
+        return None
+    rng = np.random.default_rng([traffic.seed, 2, day, vehicle])
+    noise = rng.normal(0.0, traffic.gps_noise_m, size=(len(fixes), 2))
+    points = []
+    for (_, i, position), (nx, ny) in zip(fixes, noise.tolist(), strict=True):
+        x, y = link_point(city, route[i], position)
+        points.append((x + nx, y + ny))
+    return points
 
 
 def _clock_fixes(
@@ -272,12 +309,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trips-per-min", type=float, default=TrafficConfig.trips_per_min)
     p.add_argument("--start", default="06:45", help="time of day the data starts (HH:MM)")
     p.add_argument("--end", default="09:00", help="time of day the data ends (HH:MM)")
+    p.add_argument(
+        "--gps-noise-m",
+        type=float,
+        default=TrafficConfig.gps_noise_m,
+        help="standard deviation of the GPS noise in m (0: exact, map-matched fixes); with "
+        "noise every observation carries its candidate paths",
+    )
     p.add_argument("--seed", type=int, default=TrafficConfig.seed)
     args = p.parse_args(argv)
     traffic = TrafficConfig(
         start_ms=_clock(args.start),
         end_ms=_clock(args.end),
         trips_per_min=args.trips_per_min,
+        gps_noise_m=args.gps_noise_m,
         seed=args.seed,
     )
     write_dataset(args.out, CityConfig(size=args.size), traffic, args.days)

@@ -73,7 +73,11 @@ class City:
     delay: np.ndarray
     rush_amplitude: np.ndarray
     out_links: list[list[int]]
+    in_links: list[list[int]]
+    node_x: np.ndarray  # m east of the north-west corner
+    node_y: np.ndarray  # m south of it
     _trees: dict[int, list[int]] = field(default_factory=dict, repr=False)
+    _back_trees: dict[int, list[int]] = field(default_factory=dict, repr=False)
     _days: dict[int, tuple[int, float]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -120,8 +124,12 @@ class City:
         delay = rng.uniform(1.15, 1.6, links)
         amplitude = np.where(corridor, rng.uniform(1.0, 2.0, links), 0.0)
         out: list[list[int]] = [[] for _ in range(n * n)]
-        for link, u in enumerate(frm):
+        into: list[list[int]] = [[] for _ in range(n * n)]
+        for link, (u, v) in enumerate(zip(frm, to, strict=True)):
             out[u].append(link)
+            into[v].append(link)
+        xs = np.concatenate([[0.0], np.cumsum(widths)])
+        ys = np.concatenate([[0.0], np.cumsum(heights)])
         return cls(
             cfg,
             np.array(frm),
@@ -133,6 +141,9 @@ class City:
             delay,
             amplitude,
             out,
+            into,
+            np.tile(xs, n),
+            np.repeat(ys, n),
         )
 
     # ---- the graph ------------------------------------------------------------------------
@@ -169,18 +180,40 @@ class City:
         links.reverse()
         return links
 
-    def _shortest_path_tree(self, origin: int) -> list[int]:
+    def routes(self, origin: int, destination: int) -> list[list[int]]:
+        """The fastest routes at the speed limits found searching forward from ``origin``
+        (:meth:`route`) and backward from ``destination``: in a grid many routes tie, and
+        the two searches break ties differently. One route when they agree; ``[[]]`` when
+        the two intersections are one."""
+        ahead = self.route(origin, destination)
+        tree = self._back_trees.get(destination)
+        if tree is None:
+            tree = self._back_trees[destination] = self._shortest_path_tree(destination, True)
+        behind: list[int] = []
+        node = origin
+        while node != destination:
+            link = tree[node]
+            behind.append(link)
+            node = int(self.link_to[link])
+        return [ahead] if behind == ahead else [ahead, behind]
+
+    def _shortest_path_tree(self, origin: int, backward: bool = False) -> list[int]:
+        """For every intersection, the last link of the fastest route from ``origin`` to
+        it, or (``backward``) the first link of the fastest route from it to ``origin``."""
         cost = self.free_flow_s()
         best = [float("inf")] * self.n_nodes
         via = [-1] * self.n_nodes
         best[origin] = 0.0
         heap = [(0.0, origin)]
+        ends, adjacent = (
+            (self.link_from, self.in_links) if backward else (self.link_to, self.out_links)
+        )
         while heap:
             d, u = heapq.heappop(heap)
             if d > best[u]:
                 continue
-            for link in self.out_links[u]:
-                v = int(self.link_to[link])
+            for link in adjacent[u]:
+                v = int(ends[link])
                 nd = d + float(cost[link])
                 if nd < best[v]:
                     best[v], via[v] = nd, link

@@ -44,13 +44,18 @@ SETTINGS = EMSettings(
     half_life_ms=15_000,
     history_days=2,
     history_weight=0.5,
+    link_timing=True,
+    history_lead_ms=10_000,
 )
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: Any) -> str:
     out = tmp_path_factory.mktemp("traffic")
-    traffic = TrafficConfig(start_ms=6 * H, end_ms=6 * H + 15 * MIN, trips_per_min=60)
+    # Noisy fixes: every observation carries its candidate paths (8-field lines).
+    traffic = TrafficConfig(
+        start_ms=6 * H, end_ms=6 * H + 15 * MIN, trips_per_min=60, gps_noise_m=12.0
+    )
     write_dataset(str(out), CityConfig(size=5), traffic, days=2)
     return str(out)
 

@@ -21,7 +21,7 @@ from traffic.generate import (  # isort: skip
     write_dataset,
 )
 from traffic.network import City, CityConfig  # isort: skip
-from traffic.observations import Observation, interval_end  # isort: skip
+from traffic.observations import CandidatePath, Observation, interval_end  # isort: skip
 import itertools
 
 H = 3_600_000
@@ -66,30 +66,30 @@ def test_rush_hour_raises_corridor_travel_times_only_in_its_time() -> None:
 
 
 def test_observation_text_round_trips_and_bad_lines_are_named() -> None:
-    obs = Observation("d1v7o3", 1, 27_000_123, 61.25, (4, 9, 12), 0.1234567890123, 0.5)
+    obs = Observation.matched("d1v7o3", 1, 27_000_123, 61.25, (4, 9, 12), 0.1234567890123, 0.5)
     assert Observation.parse(obs.format()) == obs
     with pytest.raises(ValueError, match=r"has 3 fields separated by '\|'; expected 7"):
         Observation.parse("a|b|c")
     with pytest.raises(ValueError, match=r"malformed"):
         Observation.parse("a|0|x|60|1|0.5|0.5")
     with pytest.raises(ValueError, match=r"ends \(0.2\) before it starts \(0.5\)"):
-        Observation("x", 0, 0, 60.0, (3,), 0.5, 0.2)
+        Observation.matched("x", 0, 0, 60.0, (3,), 0.5, 0.2)
 
 
 def test_shares_of_partial_links() -> None:
-    multi = Observation("m", 0, 0, 60.0, (1, 2, 3), 0.25, 0.5)
+    multi = CandidatePath((1, 2, 3), 0.25, 0.5)
     assert multi.shares() == [0.75, 1.0, 0.5]
     assert multi.shares(2.0) == [1 - 0.25**2, 1.0, 0.25]
-    single = Observation("s", 0, 0, 20.0, (7,), 0.25, 0.75)
+    single = CandidatePath((7,), 0.25, 0.75)
     assert single.shares() == [0.5]
-    barely = Observation("b", 0, 0, 60.0, (1, 2, 3), 0.995, 0.5)
+    barely = CandidatePath((1, 2, 3), 0.995, 0.5)
     assert barely.terms(min_share=0.01) == [(2, 1.0), (3, 0.5)]
 
 
 def test_intervals_are_half_open_and_include_empty_ones() -> None:
     assert interval_end(5000, 5000) == 5000
     assert interval_end(5001, 5000) == 10000
-    obs = [Observation(str(t), 0, t, 60.0, (1,), 0.0, 1.0) for t in (4000, 5000, 16000)]
+    obs = [Observation.matched(str(t), 0, t, 60.0, (1,), 0.0, 1.0) for t in (4000, 5000, 16000)]
     grouped = [(t, [o.id for o in batch]) for t, batch in intervals(obs, 5000)]
     assert grouped == [(5000, ["4000", "5000"]), (10000, []), (15000, []), (20000, ["16000"])]
 
@@ -103,7 +103,8 @@ def test_a_day_of_traffic_is_deterministic_and_consistent_with_the_route() -> No
     assert all(traffic.start_ms <= o.t_end_ms <= traffic.end_ms for o in day.observations)
     assert [o.t_end_ms for o in day.observations] == sorted(o.t_end_ms for o in day.observations)
     for o in day.observations:
-        for first, second in zip(o.links, o.links[1:], strict=False):
+        (path,) = o.paths  # exact fixes: one map-matched path
+        for first, second in zip(path.links, path.links[1:], strict=False):
             assert city.link_to[first] == city.link_from[second]
     # Fixes are planned a report period of typical driving apart: durations average ~60 s.
     durations = np.array([o.duration_s for o in day.observations])

@@ -3,6 +3,8 @@ around it (weights, the sliding window, the history, the batch baseline, the que
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -53,7 +55,7 @@ def run_online(
     seen = np.zeros(city.n_links)
     for o in today.observations:
         if end - settings.window_ms < o.t_end_ms <= end:
-            for link, _ in o.terms():
+            for link in o.links_used():
                 seen[link] += 1
     prior = estimate_means({}, em.priors)
     return em.means(), city.truth_mean_s(end), prior, seen
@@ -79,10 +81,10 @@ def test_online_em_recovers_the_ground_truth_of_a_small_city(
 
 def test_weights_halve_with_age_and_shrink_with_the_days() -> None:
     s = EMSettings(half_life_ms=60_000, history_weight=0.5, day_decay=0.8)
-    today = Observation("x", 0, 100_000, 60.0, (1,), 0.0, 1.0)
+    today = Observation.matched("x", 0, 100_000, 60.0, (1,), 0.0, 1.0)
     assert observation_weight(today, 100_000, s) == 1.0
     assert observation_weight(today, 160_000, s) == pytest.approx(0.5)
-    past = Observation("y", 3, 100_000, 60.0, (1,), 0.0, 1.0)
+    past = Observation.matched("y", 3, 100_000, 60.0, (1,), 0.0, 1.0)
     assert observation_weight(past, 220_000, s) == pytest.approx(0.5 * 0.8**2 * 0.25)
 
 
@@ -99,26 +101,36 @@ def test_the_window_slides_and_the_history_follows_the_time_of_day() -> None:
         history_days=2,
     )
     history = [
-        Observation("h1", 1, 105_000, 40.0, (0,), 0.0, 1.0),  # in the window at 110 s
-        Observation("h2", 2, 60_000, 40.0, (0,), 0.0, 1.0),  # too early for it
-        Observation("h3", 3, 105_000, 40.0, (0,), 0.0, 1.0),  # older than history_days
+        Observation.matched("h1", 1, 105_000, 40.0, (0,), 0.0, 1.0),  # in the window at 110 s
+        Observation.matched("h2", 2, 60_000, 40.0, (0,), 0.0, 1.0),  # too early for it
+        Observation.matched("h3", 3, 105_000, 40.0, (0,), 0.0, 1.0),  # older than history_days
     ]
     em = OnlineEM(city, s, history)
-    em.step(100_000, [Observation("a", 0, 95_000, 30.0, (1,), 0.0, 1.0)])
-    em.step(110_000, [Observation("b", 0, 108_000, 30.0, (2,), 0.0, 1.0)])
+    em.step(100_000, [Observation.matched("a", 0, 95_000, 30.0, (1,), 0.0, 1.0)])
+    em.step(110_000, [Observation.matched("b", 0, 108_000, 30.0, (2,), 0.0, 1.0)])
     assert sorted(o.id for o, _ in em.window_data(110_000)) == ["a", "b", "h1"]
     em.step(120_000, [])
     assert sorted(o.id for o, _ in em.window_data(120_000)) == ["b", "h1"]  # a left
     assert set(em.state) == {0, 1, 2}  # a link keeps its estimate when no data covers it
+    # The past days' window can end after now (history_lead_ms): h1 ends at 105 s, so at
+    # 100 s it is in a window led by 10 s, weighted by its age at 110 s; today's are not led.
+    led = OnlineEM(city, replace(s, history_lead_ms=10_000), history)
+    led.slide(100_000, [Observation.matched("c", 0, 99_000, 30.0, (1,), 0.0, 1.0)])
+    weights = dict((o.id, w) for o, w in led.window_data(100_000))
+    assert set(weights) == {"c", "h1"}
+    assert weights["h1"] == observation_weight(history[0], 110_000, s)
+    assert weights["c"] == observation_weight(led.live[0][1][0], 100_000, s)
+    with pytest.raises(ValueError, match=r"history_lead_ms 30000 must be in \[0, window 20000\]"):
+        replace(s, history_lead_ms=30_000)
 
 
 def test_batch_em_starts_from_the_priors_over_its_window() -> None:
     city = small_city()
     s = EMSettings(sampler=SamplerSettings(samples=10, chains=5, burn_in=1), prior_strength=1.0)
     obs = [
-        Observation("a", 0, 15 * MIN, 80.0, (3,), 0.0, 1.0),
-        Observation("b", 0, 50 * MIN, 80.0, (4,), 0.0, 1.0),  # after "now"
-        Observation("c", 0, 5 * MIN, 80.0, (5,), 0.0, 1.0),  # more than 30 min before
+        Observation.matched("a", 0, 15 * MIN, 80.0, (3,), 0.0, 1.0),
+        Observation.matched("b", 0, 50 * MIN, 80.0, (4,), 0.0, 1.0),  # after "now"
+        Observation.matched("c", 0, 5 * MIN, 80.0, (5,), 0.0, 1.0),  # more than 30 min before
     ]
     fits = batch_em(obs, 40 * MIN, city, s, iterations=3)
     assert set(fits) == {3}

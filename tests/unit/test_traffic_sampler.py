@@ -133,10 +133,10 @@ def test_gibbs_over_three_links_reaches_the_exact_marginal() -> None:
 # ---- determinism ----------------------------------------------------------------------------
 def observations() -> list[Observation]:
     return [
-        Observation("a", 0, 1000, 60.0, (1, 2, 3), 0.25, 0.5),
-        Observation("b", 0, 1000, 45.0, (4, 5), 0.5, 0.75),
-        Observation("c", 0, 1000, 30.0, (6,), 0.1, 0.9),
-        Observation("d", 2, 1000, 61.0, (7, 8, 9, 10), 0.3, 0.2),
+        Observation.matched("a", 0, 1000, 60.0, (1, 2, 3), 0.25, 0.5),
+        Observation.matched("b", 0, 1000, 45.0, (4, 5), 0.5, 0.75),
+        Observation.matched("c", 0, 1000, 30.0, (6,), 0.1, 0.9),
+        Observation.matched("d", 2, 1000, 61.0, (7, 8, 9, 10), 0.3, 0.2),
     ]
 
 
@@ -168,7 +168,7 @@ def test_a_single_link_observation_is_its_duration_over_its_share() -> None:
 
 def test_samples_are_split_exactly_over_the_links() -> None:
     obs = observations()[3]
-    terms = obs.terms()
+    terms = obs.paths[0].terms()
     shares = np.array([a for _, a in terms])
     prob = Split(
         np.array([PARAMS[link][0] for link, _ in terms]),
