@@ -19,6 +19,7 @@ from traffic.estep import SamplerSettings
 from traffic.generate import TrafficConfig, Traversal, intervals, simulate_day
 from traffic.metrics import heldout_loglik, l1_error, parameter_arrays
 from traffic.network import City, CityConfig
+from traffic.observations import Observation
 
 MIN = 60_000
 VARIANTS = ("online + history", "online, no history", "batch 30 min")
@@ -79,20 +80,36 @@ class Record:
         }
 
 
-def accuracy(args: argparse.Namespace) -> dict[str, Any]:
-    began = time.process_time()
+@dataclass
+class Setup:
+    """A city, one simulated morning (today and the past days) and how to score it."""
+
+    city: City
+    today: list[Observation]
+    past: list[Observation]
+    scorer: Scorer
+    settings: EMSettings
+    evals: set[int]
+    end: int
+    observed_count: int
+
+
+def setup(args: argparse.Namespace, gps_noise_m: float = 0.0) -> Setup:
+    """The morning ``args`` describe. Links are "observed" by the exact (noiseless) data of
+    the same trips, so runs with and without GPS noise are scored on the same links."""
     city = City.build(CityConfig(size=args.size))
     traffic = TrafficConfig(
         start_ms=tod(args.start), end_ms=tod(args.end), trips_per_min=args.trips_per_min
     )
-    days = [simulate_day(city, traffic, d) for d in range(args.days + 1)]
-    today, past = days[0], [o for d in days[1:] for o in d.observations]
+    exact_today = simulate_day(city, traffic, 0)
+    noisy = replace(traffic, gps_noise_m=gps_noise_m)
+    today = exact_today if gps_noise_m == 0 else simulate_day(city, noisy, 0)
+    past = [o for d in range(1, args.days + 1) for o in simulate_day(city, noisy, d).observations]
     eval_from, end = tod(args.eval_from), traffic.end_ms
-    evals = set(range(eval_from, end + 1, MIN))
     seen = np.zeros(city.n_links)
-    for o in today.observations:
+    for o in exact_today.observations:
         if eval_from < o.t_end_ms <= end:
-            for link, _ in o.terms():
+            for link in o.links_used():
                 seen[link] += 1
     settings = EMSettings(
         sampler=SamplerSettings(samples=args.samples, chains=args.chains, burn_in=args.burn_in),
@@ -104,30 +121,50 @@ def accuracy(args: argparse.Namespace) -> dict[str, Any]:
         prior_strength=args.prior_strength,
     )
     held: dict[int, list[Traversal]] = {}
-    for h in today.held_out:
+    for h in exact_today.held_out:
         held.setdefault(-(-h.enter_ms // MIN) * MIN, []).append(h)
     observed = seen >= 5
     scorer = Scorer(city, Priors(city, settings), observed, city.corridor & observed, held)
+    evals = set(range(eval_from, end + 1, MIN))
+    return Setup(city, today.observations, past, scorer, settings, evals, end, int(observed.sum()))
+
+
+def run_online(s: Setup, settings: EMSettings, batch_ms: int, past: bool = True) -> Record:
+    """Online EM over today's stream, scored every minute of the evaluation."""
+    em, record = OnlineEM(s.city, settings, s.past if past else ()), Record()
+    for t, arrivals in intervals(s.today, batch_ms):
+        if t > s.end:
+            break
+        em.step(t, arrivals)
+        record.t.append(t)
+        record.corridor.append(s.scorer.corridor_mean(em.state))
+        if t in s.evals:
+            record.score(s.scorer, em.state, t)
+    return record
+
+
+def truth_series(s: Setup, batch_ms: int) -> dict[str, Any]:
+    truth_t = list(range(min(s.evals), s.end + 1, batch_ms))
+    corridor = s.scorer.corridor
+    return {
+        "t": truth_t,
+        "corridor": [float(s.city.truth_mean_s(t)[corridor].mean()) for t in truth_t],
+    }
+
+
+def accuracy(args: argparse.Namespace) -> dict[str, Any]:
+    began = time.process_time()
+    s = setup(args)
+    city, scorer, settings, evals = s.city, s.scorer, s.settings, s.evals
     out: dict[str, Any] = {}
     online = {VARIANTS[0]: settings, VARIANTS[1]: replace(settings, history_days=0)}
     for name, variant in online.items():
-        em, record = OnlineEM(city, variant, past), Record()
-        for t, arrivals in intervals(today.observations, args.batch_ms):
-            if t > end:
-                break
-            em.step(t, arrivals)
-            record.t.append(t)
-            record.corridor.append(scorer.corridor_mean(em.state))
-            if t in evals:
-                record.score(scorer, em.state, t)
-        out[name] = record.summary()
+        out[name] = run_online(s, variant, args.batch_ms, past=variant.history_days > 0).summary()
     # The batch baseline: at every half hour, EM from the priors over the half hour before.
     record, state = Record(), {}
     for t in sorted(evals):
         if t % (30 * MIN) == 0:
-            state = batch_em(
-                today.observations, t, city, settings, iterations=args.batch_iterations
-            )
+            state = batch_em(s.today, t, city, settings, iterations=args.batch_iterations)
         record.t.append(t)
         record.corridor.append(scorer.corridor_mean(state))
         record.score(scorer, state, t)
@@ -136,24 +173,22 @@ def accuracy(args: argparse.Namespace) -> dict[str, Any]:
     for t in sorted(evals):
         prior.score(scorer, {}, t)
     out["prior"] = prior.summary()
-    truth_t = list(range(eval_from, end + 1, args.batch_ms))
-    out["truth"] = {
-        "t": truth_t,
-        "corridor": [float(city.truth_mean_s(t)[scorer.corridor].mean()) for t in truth_t],
-    }
+    out["truth"] = truth_series(s, args.batch_ms)
     out["setup"] = {
         **vars(args),
         "links": city.n_links,
-        "observed_links": int(observed.sum()),
+        "observed_links": s.observed_count,
         "corridor_links": int(scorer.corridor.sum()),
-        "today_observations": len(today.observations),
+        "today_observations": len(s.today),
         "cpu_s": round(time.process_time() - began, 1),
     }
     out["timeliness"] = timeliness(out, city, scorer.corridor)
     return out
 
 
-def timeliness(out: dict[str, Any], city: City, corridor: np.ndarray) -> dict[str, Any]:
+def timeliness(
+    out: dict[str, Any], city: City, corridor: np.ndarray, names: tuple[str, ...] = VARIANTS
+) -> dict[str, Any]:
     """Minutes from when the truth's corridor mean is halfway between its pre-rush and its
     rush-hour level to when each estimate's is."""
     onset = city.config.rush_onset_ms + city.day_variation(0)[0]
@@ -167,7 +202,7 @@ def timeliness(out: dict[str, Any], city: City, corridor: np.ndarray) -> dict[st
 
     truth_t = first_above(out["truth"])
     result: dict[str, Any] = {"onset": hhmm(onset), "truth_half": hhmm(truth_t or 0)}
-    for name in VARIANTS:
+    for name in names:
         t = first_above(out[name])
         result[name] = None if t is None or truth_t is None else (t - truth_t) / MIN
     return result
