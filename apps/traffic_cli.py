@@ -75,7 +75,9 @@ def settings_from(args: argparse.Namespace) -> EMSettings:
         half_life_ms=_ms(args.window) // 2,
         history_days=args.history_days,
         link_timing=args.link_timing,
-        history_lead_ms=_ms(args.history_lead, "--history-lead"),
+        history_lead_ms=0
+        if args.history_lead is None
+        else _ms(args.history_lead, "--history-lead"),
     )
 
 
@@ -114,9 +116,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--history-lead",
-        default="0s",
-        help="the past days' window ends this long after now (e.g. 60s): their traversals "
-        "centre nearer now than today's can",
+        help="the past days' window ends this long after now (e.g. 60s; default: at now): "
+        "their traversals centre nearer now than today's can",
     )
     p.add_argument("--partitions", type=int, default=4, help="2-3 per core")
     p.add_argument("--batch-em", metavar="HH:MM", help="run the batch baseline once, ending then")

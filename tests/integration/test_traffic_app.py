@@ -123,6 +123,7 @@ def test_the_program_runs_from_its_command_line(dataset: str, tmp_path: Path) ->
     boundary: one run printed [06:07:54] for (06:07:50, 06:07:52], reruns differed."""
     args = ["--data", dataset, "--seconds", "6", "--batch", "2s", "--window", "10s"]
     args += ["--samples", "20", "--chains", "10", "--history-days", "2", "--start", "06:08"]
+    args += ["--link-timing", "--history-lead", "4s"]  # the options, as a user writes them
     today = read_observations(os.path.join(dataset, "today.txt"))
     first = next(t for t, _ in intervals(today, 2000) if t > 6 * H + 8 * MIN - 10_000) // 1000
     label = f"[{first // 3600:02d}:{first // 60 % 60:02d}:{first % 60:02d}]"
