@@ -231,13 +231,20 @@ def path_weights(
     (``sum k a theta``) and variance (``sum k a^2 theta^2``). Paths below
     :data:`MIN_PATH_WEIGHT` are dropped and the rest renormalised; a path with no link left
     to split over (every share below ``min_share``) is not a candidate. One path has weight 1."""
-    scored: list[tuple[int, float]] = []
+    return [(c, w) for c, w, _ in _weighed_paths(obs, params, settings)]
+
+
+def _weighed_paths(
+    obs: Observation, params: Mapping[int, tuple[float, float]], settings: SamplerSettings
+) -> list[tuple[int, float, list[tuple[int, float]]]]:
+    """:func:`path_weights` with each path's terms, which the E-step splits over."""
+    scored: list[tuple[int, float, list[tuple[int, float]]]] = []
     for c, path in enumerate(obs.paths):
         terms = path.terms(settings.exponent, settings.min_share)
         if not terms:
             continue
         if len(obs.paths) == 1:
-            return [(c, 1.0)]
+            return [(c, 1.0, terms)]
         k = np.array([params[link][0] for link, _ in terms])
         b = np.array([params[link][1] * a for link, a in terms])
         mean, var = float((k * b).sum()), float((k * b * b).sum())
@@ -245,15 +252,15 @@ def path_weights(
         d = obs.duration_s
         loglik = (shape - 1) * math.log(d) - d / scale - math.lgamma(shape)
         loglik -= shape * math.log(scale)
-        scored.append((c, path.log_prior + loglik))
+        scored.append((c, path.log_prior + loglik, terms))
     if not scored:
         return []
-    top = max(s for _, s in scored)
-    raw = [(c, math.exp(s - top)) for c, s in scored]
-    total = sum(w for _, w in raw)
-    kept = [(c, w / total) for c, w in raw if w / total >= MIN_PATH_WEIGHT]
-    total = sum(w for _, w in kept)
-    return [(c, w / total) for c, w in kept]
+    top = max(s for _, s, _ in scored)
+    raw = [(c, math.exp(s - top), terms) for c, s, terms in scored]
+    total = sum(w for _, w, _ in raw)
+    kept = [(c, w / total, terms) for c, w, terms in raw if w / total >= MIN_PATH_WEIGHT]
+    total = sum(w for _, w, _ in kept)
+    return [(c, w / total, terms) for c, w, terms in kept]
 
 
 def link_statistics(
@@ -280,9 +287,7 @@ def link_statistics(
     for obs, weight in batch:
         if weight <= 0:
             continue
-        candidates = path_weights(obs, params, settings)
-        for c, share in candidates:
-            terms = obs.paths[c].terms(settings.exponent, settings.min_share)
+        for c, share, terms in _weighed_paths(obs, params, settings):
             links = [link for link, _ in terms]
             shares = np.array([a for _, a in terms])
             shapes = np.array([params[link][0] for link in links])

@@ -169,16 +169,8 @@ class City:
                 )
         tree = self._trees.get(origin)
         if tree is None:
-            tree = self._shortest_path_tree(origin)
-            self._trees[origin] = tree
-        links: list[int] = []
-        node = destination
-        while node != origin:
-            link = tree[node]
-            links.append(link)
-            node = int(self.link_from[link])
-        links.reverse()
-        return links
+            tree = self._trees[origin] = self._shortest_path_tree(origin)
+        return self._follow(tree, destination, origin, backward=True)[::-1]
 
     def routes(self, origin: int, destination: int) -> list[list[int]]:
         """The fastest routes at the speed limits found searching forward from ``origin``
@@ -189,13 +181,21 @@ class City:
         tree = self._back_trees.get(destination)
         if tree is None:
             tree = self._back_trees[destination] = self._shortest_path_tree(destination, True)
-        behind: list[int] = []
-        node = origin
-        while node != destination:
-            link = tree[node]
-            behind.append(link)
-            node = int(self.link_to[link])
+        behind = self._follow(tree, origin, destination, backward=False)
         return [ahead] if behind == ahead else [ahead, behind]
+
+    def _follow(self, tree: list[int], start: int, stop: int, backward: bool) -> list[int]:
+        """The links of ``tree`` from intersection ``start`` to ``stop``, each link taking
+        the walk to its start (``backward``: a forward search's tree, walked back from a
+        destination) or to its end."""
+        ends = self.link_from if backward else self.link_to
+        links: list[int] = []
+        node = start
+        while node != stop:
+            link = tree[node]
+            links.append(link)
+            node = int(ends[link])
+        return links
 
     def _shortest_path_tree(self, origin: int, backward: bool = False) -> list[int]:
         """For every intersection, the last link of the fastest route from ``origin`` to
