@@ -411,10 +411,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     from dstream.streams.state_base import StateStream
 
     def state_name(state: Any) -> str:  # setName() names the stream the operator returned
-        views = (
-            v._user_name for v in engine_of(ssc).graph.streams if v._checkpoint_target is state
-        )
-        return state._user_name or next((n for n in views if n), state._label)
+        views = (v.user_name for v in engine_of(ssc).graph.streams if v._checkpoint_target is state)
+        return state.user_name or next((n for n in views if n), state.label)
 
     states = [s for s in engine_of(ssc).graph.streams if isinstance(s, StateStream)]
     partitions = {
@@ -521,7 +519,7 @@ def _state_bytes(ssc: Any, time: Any) -> dict[str, int]:
         if isinstance(s, StateStream):
             rdd = s._state_rdd(time)
             if rdd is not None:
-                out[s._user_name or s._label] = sum(sizes(rdd))
+                out[s.user_name or s.label] = sum(sizes(rdd))
     return out
 
 

@@ -109,7 +109,7 @@ def state_holders(streams: Any) -> dict[str, int]:
             rdd = s._state_rdd(s._latest_time())
             blocks = [] if rdd is None else holders(rdd)
             if not blocks or not all(blocks):
-                raise RuntimeError(f"{s._label}: a completed state's partitions not held")
+                raise RuntimeError(f"{s.label}: a completed state's partitions not held")
             held.update(executor for block in blocks for executor in block)
     return dict(held)
 
@@ -279,13 +279,13 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(s, StateStream) and generated is not None:
                 rdd = s._state_rdd(s._latest_time())
                 if rdd is not None:
-                    result["state_bytes"][s._user_name or s._label] = sum(sizes(rdd))
+                    result["state_bytes"][s.user_name or s.label] = sum(sizes(rdd))
         ssc.stop(stopSparkContext=False)
         controller = engine_of(ssc).tentative
         result["episodes"] = 0 if controller is None else controller.episodes
         result["listener"] = infos
         result["replicated"] = {
-            s._user_name or s._label: sorted(s._replicated)
+            s.user_name or s.label: sorted(s._replicated)
             for s in engine_of(ssc).graph.streams
             if isinstance(s, StateStream) and s._replicated
         }

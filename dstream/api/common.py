@@ -42,7 +42,7 @@ class CommonOps(Generic[T]):
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"DStream({self._node._label})"
+        return f"DStream({self._node.label})"
 
     def context(self) -> StreamingContext:
         """The StreamingContext this stream belongs to."""
@@ -53,7 +53,7 @@ class CommonOps(Generic[T]):
         state (``StreamingContext.getOrCreate(..., rebuildGraph=True)``)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"setName() needs a non-empty string, got {name!r}")
-        self._node._user_name = name
+        self._node.set_user_name(name)
         return self  # type: ignore[return-value]
 
     def checkpoint(self, interval: object) -> DStream[T]:
@@ -67,7 +67,7 @@ class CommonOps(Generic[T]):
         duration = to_duration(interval, "checkpoint interval")
         if not duration.is_multiple_of(target._slide_duration):
             raise ValueError(
-                f"checkpoint interval {duration} of {target._label} must be a multiple of its "
+                f"checkpoint interval {duration} of {target.label} must be a multiple of its "
                 f"slide {target._slide_duration}"
             )
         target._checkpoint_interval = duration
@@ -95,7 +95,7 @@ class CommonOps(Generic[T]):
         target = node._checkpoint_target or node
         if not isinstance(target, StateStream):
             raise ValueError(
-                f"recoveryStrategy({kind!r}) on {target._label}, which keeps no state between "
+                f"recoveryStrategy({kind!r}) on {target.label}, which keeps no state between "
                 "intervals (lineage alone recovers it); call it on the stream a window with an "
                 "inverse, updateStateByKey or track returned"
             )
@@ -128,13 +128,13 @@ class CommonOps(Generic[T]):
         if not isinstance(target, ApproximatedState):
             if isinstance(target, StateStream):
                 raise ValueError(
-                    f"approximateRecovery() on {target._label}: a window with an inverse "
+                    f"approximateRecovery() on {target.label}: a window with an inverse "
                     "changes every key's value each interval (an interval enters and one "
                     "leaves), so a copy of its changed keys is the whole state, and its error "
                     'leaves with the window anyway: use recoveryStrategy("replay")'
                 )
             raise ValueError(
-                f"approximateRecovery() on {target._label}, which keeps no state between "
+                f"approximateRecovery() on {target.label}, which keeps no state between "
                 "intervals; call it on the stream updateStateByKey or track returned"
             )
         target._set_approximate(maxDivergence, divergence)
@@ -153,7 +153,7 @@ class CommonOps(Generic[T]):
         target = self._node._checkpoint_target or self._node
         if not isinstance(target, StateStream):
             raise ValueError(
-                f"rescale({numPartitions!r}) on {target._label}, which keeps no state between "
+                f"rescale({numPartitions!r}) on {target.label}, which keeps no state between "
                 "intervals; call it on the stream updateStateByKey or a window with an inverse "
                 "returned (a stateless "
                 "stream's partitions are set per operator: numPartitions=, repartition())"
@@ -198,7 +198,7 @@ class CommonOps(Generic[T]):
         b, e = self._when(begin, "slice begin"), self._when(end, "slice end")
         if node._zero_time is None:
             raise ContextStateError(
-                f"slice() on {node._label} before ssc.start(): no interval exists yet"
+                f"slice() on {node.label} before ssc.start(): no interval exists yet"
             )
         slide, zero = node._slide_duration, node._zero_time
         times = node._remembered_between(b.floor(slide, zero), e.floor(slide, zero))

@@ -65,7 +65,7 @@ class QueryOps(CommonOps[T]):
         aligned = _ceil(t, node._slide_duration.ms, node._zero_time.ms)
         if aligned > latest:
             raise ValueError(
-                f"at({time!r}): interval {aligned} of {node._label} has not completed yet; the "
+                f"at({time!r}): interval {aligned} of {node.label} has not completed yet; the "
                 f"newest completed interval is {latest}"
             )
         return node._pinned(aligned)
@@ -119,7 +119,7 @@ class QueryOps(CommonOps[T]):
         if not values and example is not None and type(example) is not type(key):
             raise TypeError(
                 f"lookup({key!r}): the key is a {type(key).__name__}, but the keys of "
-                f"{self._node._label} are {type(example).__name__}s, e.g. {example!r}"
+                f"{self._node.label} are {type(example).__name__}s, e.g. {example!r}"
             )
         return values
 
@@ -136,7 +136,7 @@ class QueryOps(CommonOps[T]):
         keeps no reference to ``df``.)"""
         rdd = self.latest()  # pinned until the rows are in storage
         session = _session(rdd)
-        frame = _frame(session, rdd, schema, self._node._label)
+        frame = _frame(session, rdd, schema, self._node.label)
         return frame.localCheckpoint(eager=True)
 
     def createOrReplaceTempView(self, name: str, schema: StructType | None = None) -> None:
@@ -155,7 +155,7 @@ class QueryOps(CommonOps[T]):
         if state is None:
             raise TypeError(
                 f"{what}() reads the state of a state stream (updateStateByKey, track, or a "
-                f"window with an inverse function); {node._label} is not one: use latest()"
+                f"window with an inverse function); {node.label} is not one: use latest()"
             )
         return state
 
@@ -247,7 +247,7 @@ class TempViews:
         rdd = stream.latest()
         if schema is None and rdd.isEmpty():
             return  # no schema to give it yet: the first interval with records will
-        frame = _frame(_session(rdd), rdd, schema, stream._node._label)
+        frame = _frame(_session(rdd), rdd, schema, stream._node.label)
         frame.createOrReplaceTempView(name)
         retention = stream._node._graph.settings.view_retention
         with self._lock:

@@ -38,7 +38,7 @@ def namespace(ssc: StreamingContext) -> dict[str, Any]:
     from dstream.time import Duration, Time
 
     sc = ssc.sparkContext
-    streams = {s._user_name: handle_for(s) for s in engine_of(ssc).graph.streams if s._user_name}
+    streams = {s.user_name: handle_for(s) for s in engine_of(ssc).graph.streams if s.user_name}
     names: dict[str, Any] = {
         "ssc": ssc,
         "sc": sc,

@@ -33,7 +33,7 @@ and the interval's identity in every record's headers (see :mod:`dstream.kafka.s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dstream.dstream import handle_for
@@ -176,8 +176,9 @@ def createDirectStream(
         def convert(chunk: list[Any]) -> Iterable[Any]:
             return [handle(from_confluent(m, kd, vd)) for m in chunk]
 
-    stream = _source(ssc, topic_list, params, offsets, options, convert, True, "createDirectStream")
-    stream._user_functions = tuple(functions)
+    stream = _source(
+        ssc, topic_list, params, offsets, options, convert, True, "createDirectStream", functions
+    )
     return handle_for(stream)
 
 
@@ -324,6 +325,7 @@ def _source(
     converter: Converter | None,
     as_text: bool,
     name: str,
+    user_functions: Sequence[UserFunction] = (),
 ) -> KafkaInputDStream:
     from dstream.kafka.source import KafkaInputDStream
 
@@ -336,4 +338,5 @@ def _source(
         converter=converter,
         as_text=as_text,
         name=name,
+        user_functions=user_functions,
     )

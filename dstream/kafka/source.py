@@ -41,6 +41,7 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
+    from dstream.functions import UserFunction
     from dstream.streams.graph import DStreamGraph
 
 __all__ = ["KafkaInputDStream", "SourceOptions"]
@@ -94,8 +95,9 @@ class KafkaInputDStream(InputDStream):
         converter: Converter | None,
         as_text: bool = True,
         name: str,
+        user_functions: Iterable[UserFunction] = (),
     ) -> None:
-        super().__init__(graph, name=name)
+        super().__init__(graph, name=name, user_functions=user_functions)
         self._topics = list(topics)
         self._params = dict(params)
         self._from_offsets = dict(from_offsets)
@@ -165,7 +167,7 @@ class KafkaInputDStream(InputDStream):
         start = starting_positions(snap.available, wanted, self._start_at)
         with self._state_lock:
             self._positions = {**(self._positions or {}), **start}
-        log.info("%s starts at %s", self._label, start)
+        log.info("%s starts at %s", self.label, start)
 
     # ---- every interval --------------------------------------------------------------------
     def _read(self, time: Time) -> RDD[Any] | None:
@@ -175,7 +177,7 @@ class KafkaInputDStream(InputDStream):
         if ranges is None:
             if planned is not None and time <= planned:
                 raise RuntimeError(
-                    f"{self._label}: the offset ranges of interval {time} were not kept (they "
+                    f"{self.label}: the offset ranges of interval {time} were not kept (they "
                     f"are kept for {self._options.ranges_remember} or the widest window), so "
                     "it cannot be recomputed exactly; raise createDirectStream(..., "
                     "rangesRemember=) above the state checkpoint interval"
@@ -202,7 +204,7 @@ class KafkaInputDStream(InputDStream):
         )
         notes = snap.problems + plan.notes
         for note in notes:
-            log.warning("%s, interval %s: %s", self._label, time, note)
+            log.warning("%s, interval %s: %s", self.label, time, note)
         with self._state_lock:
             self._ranges[time] = plan.ranges
             self._notes[time] = notes
@@ -297,7 +299,7 @@ class KafkaInputDStream(InputDStream):
             log.warning(
                 "%s no longer reads topic(s) %s that the checkpoint read; their positions are "
                 "dropped",
-                self._label,
+                self.label,
                 ", ".join(dropped),
             )
         with self._state_lock:

@@ -34,7 +34,7 @@ def states_hold(states: Iterable[StateStream], keep: Duration) -> tuple[Time, st
     for state in states:
         floor = state._replay_floor()
         if floor is not None and (hold is None or floor + state._replay_span() < hold[0]):
-            hold = (floor + state._replay_span(), state._label)
+            hold = (floor + state._replay_span(), state.label)
     return None if hold is None else (hold[0] - keep, hold[1])
 
 

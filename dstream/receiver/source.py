@@ -130,7 +130,7 @@ class ReceiverInputDStream(InputDStream):
         super()._init_transient()
         self._stopping = threading.Event()
         # Every block it holds, and backpressure; its lock is waited on by tests.
-        self._blocks = BlockRegistry(self._label, self._held_limit, self._stopping)
+        self._blocks = BlockRegistry(self.label, self._held_limit, self._stopping)
         self._driver: DriverReceivers | None = None  # placement="driver"
         self._remote: ExecutorReceivers | None = None  # placement="executors"
         self._bound: list[tuple[str, int]] = []
@@ -145,7 +145,7 @@ class ReceiverInputDStream(InputDStream):
             self._start_on_executors()
             return
         self._driver = DriverReceivers(
-            self._label,
+            self.label,
             f"dstream-receiver-{self._id}",
             self._secret,
             self._as_text,
@@ -159,14 +159,14 @@ class ReceiverInputDStream(InputDStream):
         self._bound = self._driver.bound
         info = self._info(True)
         self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
-        log.info("%s listening on %s", self._label, self._bound)
+        log.info("%s listening on %s", self.label, self._bound)
 
     def _start_on_executors(self) -> None:
         self._bound = list(self._wanted)  # until each receiver says where it listens
         self._remote = ExecutorReceivers(
             self._graph.sc,
             stream_id=self._id,
-            label=self._label,
+            label=self.label,
             secret=self._secret,
             addresses=self._wanted,
             replicas=self._replicas,
@@ -178,7 +178,7 @@ class ReceiverInputDStream(InputDStream):
         self._remote.start()
         info = self._info(True)
         self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
-        log.info("%s: receivers starting on executors at %s", self._label, self._wanted)
+        log.info("%s: receivers starting on executors at %s", self.label, self._wanted)
 
     def _stop(self) -> None:
         self._blocks.release_commits()  # the intervals completed before stop() are on record
@@ -193,7 +193,7 @@ class ReceiverInputDStream(InputDStream):
         self._graph.bus.post("onReceiverStopped", StreamingListenerReceiverStopped(info))
 
     def _refused(self, peer: str, reason: str, exc: BaseException | None) -> None:
-        log.warning("%s refused a client at %s: %s", self._label, peer, reason)
+        log.warning("%s refused a client at %s: %s", self.label, peer, reason)
         self._refusals.append((peer, reason))
         self._report_error(f"refused a client at {peer}: {reason}", exc)
 
@@ -242,12 +242,12 @@ class ReceiverInputDStream(InputDStream):
             self._refused(peer, message, None)
             return
         if not self._stopping.is_set():
-            log.warning("%s: %s", self._label, message)
+            log.warning("%s: %s", self.label, message)
             self._report_error(message)
 
     def _remote_started(self, index: int, executor: str, address: tuple[str, int]) -> None:
         host, port = address
-        log.info("%s: receiver %d on %s:%d (executor %s)", self._label, index, host, port, executor)
+        log.info("%s: receiver %d on %s:%d (executor %s)", self.label, index, host, port, executor)
         with self._blocks.lock:
             self._bound[index] = address
             self._blocks.lock.notify_all()
@@ -267,7 +267,7 @@ class ReceiverInputDStream(InputDStream):
         sc = self._graph.sc
         client, first = blocks[0][:2]
         sc.setJobDescription(
-            f"{self._label}: store {len(blocks)} block(s) from {first} of client {client}"
+            f"{self.label}: store {len(blocks)} block(s) from {first} of client {client}"
         )
         for attempt in range(1, _STORE_ATTEMPTS + 1):
             try:
@@ -275,7 +275,7 @@ class ReceiverInputDStream(InputDStream):
             except NotReplicatedError as exc:
                 if attempt == _STORE_ATTEMPTS or self._stopping.is_set():
                     raise
-                log.warning("%s: %s; storing it again (attempt %d)", self._label, exc, attempt + 1)
+                log.warning("%s: %s; storing it again (attempt %d)", self.label, exc, attempt + 1)
                 self._stopping.wait(min(0.5 * 2**attempt, 8.0))
         raise AssertionError("unreachable")
 
@@ -319,7 +319,7 @@ class ReceiverInputDStream(InputDStream):
                 "%s: blocks after %s are not committed yet: the last checkpoint of %s is too "
                 "far behind interval %s, and a restart would rebuild it from there; its "
                 "clients keep those blocks until a newer checkpoint is written",
-                self._label,
+                self.label,
                 through,
                 held_by,
                 time,

@@ -64,9 +64,9 @@ class Checkpointer:
 
     def submit(self, stream: StateStream, time: Time, rdd: RDD[Any]) -> bool:
         with self._lock:
-            if stream._id in self._in_flight or self._thread is None:
+            if stream.id in self._in_flight or self._thread is None:
                 return False
-            self._in_flight.add(stream._id)
+            self._in_flight.add(stream.id)
         self._queue.put((stream, time, rdd))
         return True
 
@@ -99,19 +99,19 @@ class Checkpointer:
             stream, time, rdd = item
             began = _time.perf_counter()
             try:
-                self._current_group = f"{self._group_prefix}-checkpoint-{stream._id}-{time.ms}"
+                self._current_group = f"{self._group_prefix}-checkpoint-{stream.id}-{time.ms}"
                 self._sc.setJobGroup(
-                    self._current_group, f"dstream checkpoint of {stream._label} at {time}"
+                    self._current_group, f"dstream checkpoint of {stream.label} at {time}"
                 )
                 attempts = self._write(stream, time, rdd)
                 if attempts is not None:
                     seconds = _time.perf_counter() - began
-                    self.completed.append((stream._id, time, seconds))
+                    self.completed.append((stream.id, time, seconds))
                     self._on_written(stream, time, seconds)
             finally:
                 self._current_group = None
                 with self._lock:
-                    self._in_flight.discard(stream._id)
+                    self._in_flight.discard(stream.id)
                     self._lock.notify_all()
 
     def _write(self, stream: StateStream, time: Time, rdd: RDD[Any]) -> int | None:
@@ -122,18 +122,18 @@ class Checkpointer:
                 return attempt
             except Exception as exc:
                 if self._stopping:
-                    log.info("checkpoint of %s at %s cancelled by stop()", stream._label, time)
+                    log.info("checkpoint of %s at %s cancelled by stop()", stream.label, time)
                     return None
                 if attempt <= self._retries:
                     log.warning(
                         "checkpoint of %s at %s failed (attempt %d of %d), retrying: %s",
-                        stream._label,
+                        stream.label,
                         time,
                         attempt,
                         self._retries + 1,
                         exc,
                     )
                     continue
-                log.error("checkpoint of %s at %s failed: %s", stream._label, time, exc)
+                log.error("checkpoint of %s at %s failed: %s", stream.label, time, exc)
                 self._on_failed(stream, time, exc, attempt)
         return None

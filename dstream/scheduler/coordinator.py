@@ -98,8 +98,8 @@ class BatchCoordinator:
             self._graph_bytes = dumps_graph(
                 {
                     "streams": graph.streams,
-                    "inputs": [s._id for s in graph.inputs],
-                    "outputs": [s._id for s in graph.outputs],
+                    "inputs": [s.id for s in graph.inputs],
+                    "outputs": [s.id for s in graph.outputs],
                     "remember": graph._remember_duration,
                 },
                 graph,
@@ -132,7 +132,7 @@ class BatchCoordinator:
         """A state checkpoint is complete: record it before anything older is deleted. A
         failure here halts the engine (the scheduler's loop reports it): without its record
         the checkpoint cannot be relied on, and neither can any record after it."""
-        log.debug("checkpoint of %s at %s written", stream._label, time)
+        log.debug("checkpoint of %s at %s written", stream.label, time)
         self._write(position)
 
     # ---- the journal ------------------------------------------------------------------------
@@ -148,9 +148,9 @@ class BatchCoordinator:
         for stream in graph.streams:
             state = stream._journal_state()
             if state is not None:
-                states[stream._id] = state
+                states[stream.id] = state
                 if state.get("checkpoint_ms") is not None:
-                    refs[stream._id] = state["checkpoint_ms"]
+                    refs[stream.id] = state["checkpoint_ms"]
         assert graph._zero_time is not None, "records are written once the graph has started"
         record = JournalRecord(
             batch_ms=graph.batch_duration.ms,
@@ -176,7 +176,7 @@ class BatchCoordinator:
     def _delete_unused_checkpoints(self) -> None:
         for stream in self._graph.streams:
             if isinstance(stream, StateStream):
-                keep = {refs[stream._id] for refs in self._recent_refs if stream._id in refs}
+                keep = {refs[stream.id] for refs in self._recent_refs if stream.id in refs}
                 stream._delete_unused_checkpoints(keep)
 
 
@@ -187,17 +187,17 @@ def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
     a window's filtered result), which then goes by ``<name>#view``: the name binds the
     state, whatever the user held."""
     by_view = {
-        id(s._checkpoint_target): s._user_name
+        id(s._checkpoint_target): s.user_name
         for s in streams
-        if s._checkpoint_target is not None and s._user_name
+        if s._checkpoint_target is not None and s.user_name
     }
     names = {}
     for stream, rank in ranked(streams):
-        if stream._user_name and stream._checkpoint_target is not None:
-            names[stream._id] = f"{stream._user_name}#view"
+        if stream.user_name and stream._checkpoint_target is not None:
+            names[stream.id] = f"{stream.user_name}#view"
         else:
-            name = stream._user_name or by_view.get(id(stream))
-            names[stream._id] = name or f"{stream._operator}#{rank}"
+            name = stream.user_name or by_view.get(id(stream))
+            names[stream.id] = name or f"{stream.operator}#{rank}"
     return names
 
 
@@ -205,7 +205,7 @@ def ranked(streams: list[DStreamCore[Any]]) -> list[tuple[DStreamCore[Any], int]
     seen: dict[str, int] = {}
     out = []
     for stream in streams:
-        rank = seen.get(stream._operator, 0)
-        seen[stream._operator] = rank + 1
+        rank = seen.get(stream.operator, 0)
+        seen[stream.operator] = rank + 1
         out.append((stream, rank))
     return out

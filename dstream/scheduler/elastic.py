@@ -202,7 +202,7 @@ class ElasticController(StreamingListener):
         self._policy = policy
         self._rule = None if policy is None else ScalingRule(policy, batch_ms)
         self._rates = (
-            {s._id: RateEstimator(batch_ms, min_rate=min_rate) for s in graph.inputs}
+            {s.id: RateEstimator(batch_ms, min_rate=min_rate) for s in graph.inputs}
             if backpressure
             else {}
         )
@@ -224,12 +224,12 @@ class ElasticController(StreamingListener):
         work_ms = info.work_ms if info.work_ms is not None else info.processing_delay_ms or 0
         with self._lock:
             for source in self._graph.inputs:
-                estimator = self._rates.get(source._id)
+                estimator = self._rates.get(source.id)
                 if estimator is None:
                     continue
                 rate = estimator.update(
                     info.batch_time.ms,
-                    info.input_records.get(source._id, 0),
+                    info.input_records.get(source.id, 0),
                     work_ms,
                     info.scheduling_delay_ms or 0,
                 )
@@ -350,7 +350,7 @@ class ElasticController(StreamingListener):
                     stream._rescale(want)
                 except Exception:  # the context is stopping under us
                     log.warning(
-                        "dstream elastic: rescale of %s failed", stream._label, exc_info=True
+                        "dstream elastic: rescale of %s failed", stream.label, exc_info=True
                     )
 
 

@@ -260,7 +260,7 @@ class Engine:
         if self.checkpointer is not None:
             checkpointer = self.checkpointer
             parts.append(("checkpointer", lambda: checkpointer.stop(graceful=False)))
-        parts += [(f"input {s._id}", s._stop) for s in self.graph.inputs]
+        parts += [(f"input {s.id}", s._stop) for s in self.graph.inputs]
         if self.monitor is not None:
             parts.append(("executor monitor", self.monitor.stop))
         lease, coordinator = self.lease, self.coordinator
@@ -394,7 +394,7 @@ class Engine:
             if needed is not None and limit <= needed[0]:
                 raise ValueError(
                     f"settings.max_history {limit} must be longer than the {needed[1]} "
-                    f"{needed[0]} of {stream._label}: the input since its last checkpoint, or "
+                    f"{needed[0]} of {stream.label}: the input since its last checkpoint, or "
                     "its window, must still be there to be recomputed; raise max_history or "
                     "shorten that interval"
                 )

@@ -59,13 +59,13 @@ def progress_record(engine: Engine, info: BatchInfo) -> dict[str, Any]:
     processing = info.processing_delay_ms
     sources = []
     for source in engine.graph.inputs:
-        rows = info.input_records.get(source._id, 0)
+        rows = info.input_records.get(source.id, 0)
         entry: dict[str, Any] = {
             "description": source._description(),
             "numInputRows": rows,
             "inputRowsPerSecond": _rate(rows, interval_ms),
         }
-        entry.update({k: v for k, v in info.input_metadata.get(source._id, {}).items()
+        entry.update({k: v for k, v in info.input_metadata.get(source.id, {}).items()
                       if k != "Description"})  # fmt: skip
         if source._rate_limit is not None:  # backpressure: records/s it may read next
             entry["rateLimit"] = round(source._rate_limit, 1)

@@ -180,13 +180,13 @@ def restore_into(engine: Engine, record: JournalRecord, rebuild_graph: bool) -> 
         for stream in graph.streams:
             stream._graph = graph  # already, unless the record predates streams' graph
             stream._lock = graph.lock
-        by_old_id: dict[int, DStreamCore[Any]] = {s._id: s for s in graph.streams}
+        by_old_id: dict[int, DStreamCore[Any]] = {s.id: s for s in graph.streams}
     else:
         new_names = journal_names(graph.streams)
         wanted = {name: sid for sid, name in record.names.items() if sid in record.streams}
         # Operator and rank as well: what journals written before a view's name named its
         # state (track(), windows) recorded for that state.
-        found = {f"{s._operator}#{rank}": s._id for s, rank in ranked(graph.streams)}
+        found = {f"{s.operator}#{rank}": s.id for s, rank in ranked(graph.streams)}
         found.update({name: sid for sid, name in new_names.items()})
         missing = sorted(set(wanted) - set(found))
         if missing:

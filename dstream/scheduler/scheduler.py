@@ -384,17 +384,17 @@ class JobScheduler:
 
     # ---- state checkpoints --------------------------------------------------------------------
     def _checkpoint_info(self, stream: StateStream, time: Time, **kw: Any) -> CheckpointInfo:
-        return CheckpointInfo(stream._label, stream._user_name, time, **kw)
+        return CheckpointInfo(stream.label, stream.user_name, time, **kw)
 
     def _checkpoint_written(self, stream: StateStream, time: Time, seconds: float) -> None:
-        self._checkpoint_failures.pop(stream._id, None)
+        self._checkpoint_failures.pop(stream.id, None)
         try:
             self._hooks.checkpoint_written(stream, time, self._position())
         except Exception as exc:
             # Without its record the checkpoint cannot be relied on, and neither can any
             # record after it: stop, loudly.
             self.halt(
-                f"writing the metadata record for the checkpoint of {stream._label}", exc, time
+                f"writing the metadata record for the checkpoint of {stream.label}", exc, time
             )
             return
         info = self._checkpoint_info(stream, time, seconds=seconds)
@@ -403,8 +403,8 @@ class JobScheduler:
     def _checkpoint_failed(
         self, stream: StateStream, time: Time, error: BaseException, attempts: int
     ) -> None:
-        n = self._checkpoint_failures.get(stream._id, 0) + 1
-        self._checkpoint_failures[stream._id] = n
+        n = self._checkpoint_failures.get(stream.id, 0) + 1
+        self._checkpoint_failures[stream.id] = n
         info = self._checkpoint_info(
             stream,
             time,
@@ -416,7 +416,7 @@ class JobScheduler:
         limit = self._settings.max_checkpoint_failures
         if n >= limit:
             self.halt(
-                f"checkpointing {stream._label} ({n} checkpoints in a row, the limit "
+                f"checkpointing {stream.label} ({n} checkpoints in a row, the limit "
                 f"settings.max_checkpoint_failures={limit}; its lineage would grow without "
                 "bound)",
                 error,
@@ -538,8 +538,8 @@ class JobScheduler:
     def _complete(self, batch: _Batch, at_ms: int | None = None) -> None:
         began = _time.perf_counter()
         now = self._clock.now().ms if at_ms is None else at_ms
-        records = {s._id: s._take_record_count(batch.time) for s in self._graph.inputs}
-        metadata = {s._id: m for s in self._graph.inputs if (m := s._input_metadata(batch.time))}
+        records = {s.id: s._take_record_count(batch.time) for s in self._graph.inputs}
+        metadata = {s.id: m for s in self._graph.inputs if (m := s._input_metadata(batch.time))}
         batch.info = replace(
             batch.info,
             processing_start_ms=batch.info.processing_start_ms or now,

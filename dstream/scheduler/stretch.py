@@ -136,14 +136,14 @@ class Stretchable:
 def _plain(stream: DStreamCore[Any], batch: Duration) -> str | None:
     """Why ``stream`` keeps something between intervals (None: it does not)."""
     if stream._storage_level is not None:
-        return f"{stream._label} is persisted"
+        return f"{stream.label} is persisted"
     if stream._checkpoint_interval is not None:
-        return f"{stream._label} is checkpointed"
+        return f"{stream.label} is checkpointed"
     if stream._slide_duration != batch:
-        return f"{stream._label} slides every {stream._slide_duration}"
+        return f"{stream.label} slides every {stream._slide_duration}"
     remember = stream._remember_duration
     if remember is not None and remember > stream._slide_duration:
-        return f"{stream._label} remembers {remember} (a window or remember())"
+        return f"{stream.label} remembers {remember} (a window or remember())"
     return None
 
 
@@ -154,9 +154,9 @@ def _local(path: str, graph: DStreamGraph) -> bool:
 def _lineage(output: OutputDStream, batch: Duration) -> Stretchable | str:
     target = output._text_target
     if target is None:
-        return f"{output._label} is not a saveAsTextFiles output"
+        return f"{output.label} is not a saveAsTextFiles output"
     if output._gives_tentative:
-        return f"{output._label} gives tentative results"
+        return f"{output.label} gives tentative results"
     prefix, suffix = target
     node = output._parents[0]
     reduce = None
@@ -172,14 +172,12 @@ def _lineage(output: OutputDStream, batch: Duration) -> Stretchable | str:
         steps.append(node._failing)
         node = node._parents[0]
     if not isinstance(node, FileInputDStream) or node._reader is not read_text:
-        return (
-            f"{output._label} reads {node._label}, not textFileStream through per-record operators"
-        )
+        return f"{output.label} reads {node.label}, not textFileStream through per-record operators"
     if (why := _plain(node, batch)) is not None:
         return why
     graph = output._graph
     if not _local(node._directory, graph) or not _local(prefix, graph):
-        return f"{output._label} reads or writes a file system other than the local one"
+        return f"{output.label} reads or writes a file system other than the local one"
     return Stretchable(output, node, tuple(reversed(steps)), reduce, prefix, suffix)
 
 
@@ -200,7 +198,7 @@ def stretchable(graph: DStreamGraph) -> list[Stretchable] | str:
     read = {id(f.source) for f in forms}
     for source in graph.inputs:
         if id(source) not in read:
-            return f"{source._label} feeds no stretchable output"
+            return f"{source.label} feeds no stretchable output"
     return forms
 
 
@@ -321,7 +319,7 @@ class ReplayStretch:
             return None
         form = self._forms[output._output_index]
         return Job(
-            time, output._output_index, output._label, lambda: self._commit(form, stretch, time)
+            time, output._output_index, output.label, lambda: self._commit(form, stretch, time)
         )
 
     # ---- on the job threads ---------------------------------------------------------------------

@@ -162,7 +162,7 @@ class TentativeController:
         children: dict[int, list[int]] = {}
         for s in self._graph.streams:
             for p in s._parents:
-                children.setdefault(p._id, []).append(s._id)
+                children.setdefault(p.id, []).append(s.id)
         seen, todo = set(roots), list(roots)
         while todo:
             for child in children.get(todo.pop(), ()):
@@ -208,7 +208,7 @@ class TentativeController:
             for state in self._states():
                 held = self._lost_partitions(state)
                 if held is not None and held[1]:
-                    found[state._id] = held
+                    found[state.id] = held
             if found:
                 break
             _time.sleep(_SETTLE_S)
@@ -251,7 +251,7 @@ class TentativeController:
         assert self._scheduler is not None
         if self._chains or self._scheduler.completed_upto != done:
             return
-        by_id = {s._id: s for s in self._states()}
+        by_id = {s.id: s for s in self._states()}
         still: dict[int, tuple[Time, frozenset[int]]] = {}
         for sid, (exact_time, lost) in found.items():
             rdd = by_id[sid]._state_rdd(exact_time)
@@ -273,7 +273,7 @@ class TentativeController:
         alive, most = self._capacity()
         per_interval = (statistics.median(recent) / 1000) if recent else 1.0
         per_interval *= max(1, most) / max(1, alive)
-        by_id = {s._id: s for s in self._states()}
+        by_id = {s.id: s for s in self._states()}
         worst = 0.0
         for sid, (exact_time, lost) in found.items():
             state = by_id[sid]
@@ -293,15 +293,15 @@ class TentativeController:
         executor: str,
         estimate: float,
     ) -> None:
-        by_id = {s._id: s for s in self._graph.streams}
+        by_id = {s.id: s for s in self._graph.streams}
         affected = self._downstream(set(found))
         chains: dict[int, StateChain] = {}
         with self._graph.lock:
             for state in self._states():
-                if state._id not in affected:
+                if state.id not in affected:
                     continue
-                exact_time, lost = found.get(state._id) or (state._latest_time(), frozenset())
-                chains[state._id] = StateChain(
+                exact_time, lost = found.get(state.id) or (state._latest_time(), frozenset())
+                chains[state.id] = StateChain(
                     exact_time, lost, state._published_ms, {p: [] for p in lost}
                 )
                 state._pins[exact_time] += 1  # the episode reads its blocks: not forgotten
@@ -309,16 +309,16 @@ class TentativeController:
             # A stream downstream of a loss that a tentative pass cannot compute (track(),
             # an approximately recovered state): the outputs behind it wait for the exact.
             blocked = {
-                s._id
+                s.id
                 for s in self._graph.streams
-                if s._id in affected and s._is_state and s._id not in chains
+                if s.id in affected and s._is_state and s.id not in chains
             }
             self._affected = affected - self._downstream(blocked)
         self._chains = chains
         self._emitted, self._completed = set(), set()
         self._recovering.set()
         self.episodes += 1
-        lost_text = ", ".join(f"{by_id[s]._label}: {sorted(lo)}" for s, (_t, lo) in found.items())
+        lost_text = ", ".join(f"{by_id[s].label}: {sorted(lo)}" for s, (_t, lo) in found.items())
         log.warning(
             "tentative outputs: executor %s lost state partitions (%s), ~%.1f s to recompute: "
             "tentative results until the exact ones catch up",
@@ -343,7 +343,7 @@ class TentativeController:
     def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:
         """Recompute the lost partitions, the states carrying the most weighted fidelity
         first; a state that is back feeds later tentative results exactly."""
-        by_id = {s._id: s for s in self._states()}
+        by_id = {s.id: s for s in self._states()}
         weights = self._weights()
         order = sorted(found, key=lambda sid: -weights.get(sid, 0.0))
         _pool(self._sc, EXACT_POOL if self._fair else None)
@@ -356,15 +356,15 @@ class TentativeController:
                 continue
             self._sc.setJobGroup(
                 f"{self._prefix}-recovery-{exact_time.ms}",
-                f"dstream recovery of {state._label} at {exact_time}",
+                f"dstream recovery of {state.label} at {exact_time}",
             )
             try:
                 self._sc.runJob(rdd, lambda records: [], sorted(lost))
             except Exception as exc:  # the exact pipeline recomputes it anyway
-                log.info("tentative outputs: recovering %s failed: %s", state._label, exc)
+                log.info("tentative outputs: recovering %s failed: %s", state.label, exc)
                 continue
             chain.recovered = True
-            log.info("tentative outputs: %s recovered its lost partitions", state._label)
+            log.info("tentative outputs: %s recovered its lost partitions", state.label)
 
     # ---- one interval's tentative results -----------------------------------------------------
     def _emit(self, time: Time) -> None:
@@ -379,7 +379,7 @@ class TentativeController:
         if time not in self._scheduler.pending():
             return
         self._emitted.add(time.ms)
-        outputs = [o for o in self._tentative_outputs() if o._id in self._affected]
+        outputs = [o for o in self._tentative_outputs() if o.id in self._affected]
         prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
         with self._graph.lock:
             tentative = TentativePass(self._graph, time, self._affected, self._chains)
@@ -389,7 +389,7 @@ class TentativeController:
                         rdd = tentative.rdd(out, time)
                         fidelity = output_fidelity(tentative.loss(out, time))
                     except Exception as exc:
-                        log.warning("tentative result of %s at %s: %s", out._label, time, exc)
+                        log.warning("tentative result of %s at %s: %s", out.label, time, exc)
                         continue
                     if rdd is not None:
                         prepared.append((out, rdd, fidelity, self._lost_of(out)))
@@ -401,13 +401,13 @@ class TentativeController:
                 assert out._tentative_fn is not None
                 out._tentative_fn(time, view)
             except Exception as exc:
-                log.warning("tentative result of %s at %s failed: %s", out._label, time, exc)
+                log.warning("tentative result of %s at %s failed: %s", out.label, time, exc)
                 continue
             now = self._clock.now().ms
             info = TentativeOutputInfo(
                 time,
                 out._output_index,
-                out._label,
+                out.label,
                 fidelity,
                 lost,
                 int(_time.time() * 1000),
@@ -420,10 +420,10 @@ class TentativeController:
             older.unpersist(blocking=False)
 
     def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
-        by_id = {s._id: s for s in self._graph.streams}
-        upstream = {p._id for p in _ancestors(out)}
+        by_id = {s.id: s for s in self._graph.streams}
+        upstream = {p.id for p in _ancestors(out)}
         return {
-            by_id[sid]._user_name or by_id[sid]._label: sorted(c.lost)
+            by_id[sid].user_name or by_id[sid].label: sorted(c.lost)
             for sid, c in self._chains.items()
             if sid in upstream and c.lost and not c.recovered
         }
@@ -466,7 +466,7 @@ class TentativeController:
             priority = out._priority if self._settings.replica_priorities else 1
             for stream in _ancestors(out):
                 if stream._is_state:
-                    weights[stream._id] = weights.get(stream._id, 0.0) + priority
+                    weights[stream.id] = weights.get(stream.id, 0.0) + priority
         return weights
 
     def _plan_replicas(self) -> None:
@@ -475,7 +475,7 @@ class TentativeController:
         weights = self._weights()
         candidates: list[Candidate] = []
         for state in self._states():
-            if state._id not in weights:
+            if state.id not in weights:
                 continue
             try:
                 newest = state._latest_time()
@@ -488,15 +488,15 @@ class TentativeController:
             rates = [state._ledger.rate(newest.ms, p) for p in range(len(size))]
             total = sum(rates) or 1.0
             candidates += [
-                Candidate(state._id, p, size[p], weights[state._id] * rates[p] / total)
+                Candidate(state.id, p, size[p], weights[state.id] * rates[p] / total)
                 for p in range(len(size))
             ]
         chosen = plan(candidates, int(self._settings.replica_budget_mb * 1024 * 1024))
         for state in self._states():
-            state._replicated = frozenset(chosen.get(state._id, ()))
+            state._replicated = frozenset(chosen.get(state.id, ()))
         log.info(
             "replica budget: %s",
-            {s._label: sorted(s._replicated) for s in self._states() if s._replicated},
+            {s.label: sorted(s._replicated) for s in self._states() if s._replicated},
         )
 
 
@@ -511,8 +511,8 @@ def _ancestors(stream: DStreamCore[Any]) -> list[DStreamCore[Any]]:
     while todo:
         s = todo.pop()
         for p in s._parents:
-            if p._id not in seen:
-                seen[p._id] = p
+            if p.id not in seen:
+                seen[p.id] = p
                 todo.append(p)
     return list(seen.values())
 

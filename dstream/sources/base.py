@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pyspark import RDD
     from pyspark.accumulators import Accumulator
 
+    from dstream.functions import UserFunction
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.state_base import StateStream
 
@@ -76,8 +77,10 @@ class InputDStream(DStreamCore[Any]):
     # source's seeds); others (a queue, a socket) only the intervals they still remember.
     _durable: bool = False
 
-    def __init__(self, graph: DStreamGraph, *, name: str) -> None:
-        super().__init__(graph, (), name=name)
+    def __init__(
+        self, graph: DStreamGraph, *, name: str, user_functions: Iterable[UserFunction] = ()
+    ) -> None:
+        super().__init__(graph, (), name=name, user_functions=user_functions)
         self._graph_batch = graph.batch_duration
         graph.add_input(self)
 
@@ -182,7 +185,7 @@ class InputDStream(DStreamCore[Any]):
     def _compute(self, time: Time) -> RDD[Any] | None:
         if not self._durable and self._latest is not None and time <= self._latest:
             raise RuntimeError(
-                f"{self._label} was asked again for interval {time}, which it no longer "
+                f"{self.label} was asked again for interval {time}, which it no longer "
                 "remembers, and it cannot produce past data again; make the windows or "
                 "remember() durations cover what the program reads, or use a durable source"
             )

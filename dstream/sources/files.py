@@ -166,7 +166,7 @@ class FileInputDStream(InputDStream):
             if self._listed_until is not None and time <= self._listed_until:
                 kept = min(self._batch_files, default=None)
                 raise RuntimeError(
-                    f"{self._label} was asked for interval {time}, whose file list is no "
+                    f"{self.label} was asked for interval {time}, whose file list is no "
                     f"longer kept (the oldest kept is {kept}); a new listing could hand it "
                     "files other intervals already read, so it cannot be recomputed exactly. "
                     "Lists are kept while any window or state may need them; a checkpoint "
@@ -202,7 +202,7 @@ class FileInputDStream(InputDStream):
                 log.info(
                     "%s: %d files in %s older than settings.file_remember (%s) are not on "
                     "record after the restart; they count as read before it",
-                    self._label,
+                    self.label,
                     unrecorded,
                     self._directory,
                     remember,
@@ -214,7 +214,7 @@ class FileInputDStream(InputDStream):
             log.info(
                 "%s: %s was modified at %s, %s before interval %s: older than "
                 "settings.file_remember (%s) but within max_file_age, so it is taken now",
-                self._label,
+                self.label,
                 f.path,
                 Time(f.modified_ms),
                 Duration(time.ms - f.modified_ms),
@@ -226,7 +226,7 @@ class FileInputDStream(InputDStream):
                 "%s: skipped %s: modified at %s, %s before interval %s, older than "
                 "settings.max_file_age (%s); raise max_file_age (or set it to None) to read "
                 "such files",
-                self._label,
+                self.label,
                 f.path,
                 Time(f.modified_ms),
                 Duration(time.ms - f.modified_ms),
@@ -263,7 +263,7 @@ class FileInputDStream(InputDStream):
     def _restore_state(self, state: dict[str, Any]) -> None:
         if state.get("directory") != self._directory:
             raise ValueError(
-                f"{self._label} watches {self._directory} but the checkpoint was taken watching "
+                f"{self.label} watches {self._directory} but the checkpoint was taken watching "
                 f"{state.get('directory')}; keep the directory, or start a new checkpoint"
             )
         self._batch_files = {Time(ms): list(p) for ms, p in state["_batch_files"].items()}

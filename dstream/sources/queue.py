@@ -63,7 +63,7 @@ class QueueInputDStream(InputDStream):
     def _validate(self) -> None:
         if getattr(self, "_restored", False) and self._graph.runtime.restored_from is not None:
             raise ValueError(
-                f"{self._label} cannot be recovered after a driver failure: its RDDs lived in "
+                f"{self.label} cannot be recovered after a driver failure: its RDDs lived in "
                 "the old driver. Use a durable source (textFileStream, rateStream) for a "
                 "program that must survive a driver restart"
             )

@@ -11,8 +11,11 @@ valid, how long RDDs are remembered (windows push their need upstream through
 ``_parent_remember_duration``), persistence, and forgetting old RDDs (``_clear_metadata``).
 Nothing here runs a Spark job: RDDs are built lazily and jobs are started by the scheduler.
 
-Everything here is the engine's: its names start with ``_`` so that the object a user holds
-shows the user's API only (:mod:`dstream.api`); the scheduler and storage call these hooks.
+The object a user holds is a handle over the node (:class:`dstream.DStream`, built in
+:mod:`dstream.api`), so nothing here shows on it. A node's public names are the protocol the
+other packages (scheduler, recovery, api, storage) use: read-only properties for what it is
+and how it is configured, methods for what they ask of it. Names that start with ``_`` are the
+node's own: no other package reads or writes them (tests/unit/test_layers.py counts).
 """
 
 from __future__ import annotations
@@ -110,6 +113,32 @@ class DStreamCore(Generic[T]):
         self.__dict__.update(state)
         self._init_transient()
 
+    # ---- identity: which node this is --------------------------------------------------------
+    @property
+    def id(self) -> int:
+        """The node's number in its graph (stable across a driver restart)."""
+        return self._id
+
+    @property
+    def operator(self) -> str:
+        """The operator that made this node (``"map"``, ``"updateStateByKey"``, ...)."""
+        return self._operator
+
+    @property
+    def user_name(self) -> str | None:
+        """The name ``setName()`` gave this stream, if any."""
+        return self._user_name
+
+    def set_user_name(self, name: str) -> None:
+        """Name this stream (``DStream.setName``): a restarted driver running changed code
+        finds its state by this name."""
+        self._user_name = name
+
+    @property
+    def user_functions(self) -> tuple[UserFunction, ...]:
+        """The user's functions this node runs (checked for picklability at start)."""
+        return self._user_functions
+
     # ---- what the metadata journal keeps of a stream, every interval --------------------------
     def _journal_state(self) -> dict[str, Any] | None:
         """What a restarted driver needs of this stream beyond its definition (None: nothing)."""
@@ -136,15 +165,16 @@ class DStreamCore(Generic[T]):
 
     # ---- what the base owns --------------------------------------------------------------
     @property
-    def _label(self) -> str:
+    def label(self) -> str:
+        """The operator and the program line that made this node, for messages."""
         return f"{self._operator} at {self._site}"
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} #{self._id} {self._label}>"
+        return f"<{type(self).__name__} #{self._id} {self.label}>"
 
     def __reduce__(self) -> Any:
         raise TypeError(
-            f"the stream {self._label} was captured by a function that runs on executors; "
+            f"the stream {self.label} was captured by a function that runs on executors; "
             "a DStream exists only on the driver — use its RDDs inside transform() or "
             "foreachRDD() instead"
         )
@@ -153,7 +183,7 @@ class DStreamCore(Generic[T]):
         """Called once at start, from the outputs down to the inputs."""
         if self._zero_time is not None and self._zero_time != zero_time:
             raise ContextStateError(
-                f"{self._label} was initialized with zero time {self._zero_time} and now "
+                f"{self.label} was initialized with zero time {self._zero_time} and now "
                 f"{zero_time}; a stream cannot be shared by two running contexts"
             )
         self._zero_time = zero_time
@@ -173,7 +203,7 @@ class DStreamCore(Generic[T]):
     def _is_time_valid(self, time: Time) -> bool:
         if self._zero_time is None:
             raise ContextStateError(
-                f"{self._label} has not been started; call ssc.start() before asking for RDDs"
+                f"{self.label} has not been started; call ssc.start() before asking for RDDs"
             )
         return time > self._zero_time and (time - self._zero_time).ms % self._slide_duration.ms == 0
 
@@ -280,13 +310,13 @@ class DStreamCore(Generic[T]):
         """The newest completed interval of this stream (on its slide's grid)."""
         if self._zero_time is None:
             raise ContextStateError(
-                f"{self._label} has no interval yet: queries read completed intervals, so "
+                f"{self.label} has no interval yet: queries read completed intervals, so "
                 "call ssc.start() and wait for the first batch"
             )
         done = self._graph.runtime.completed_time()
         if done is None:
             raise ContextStateError(
-                f"{self._label} has no completed interval yet; the first one ends at "
+                f"{self.label} has no completed interval yet; the first one ends at "
                 f"{self._zero_time + self._graph.batch_duration}"
             )
         slide, zero = self._slide_duration.ms, self._zero_time.ms
@@ -316,7 +346,7 @@ class DStreamCore(Generic[T]):
         else:
             remembered = f"it remembers {kept[0]} to {kept[-1]} ({len(kept)} intervals)"
         return (
-            f"{self._label} no longer has interval {time}: {remembered}. Keep more with "
+            f"{self.label} no longer has interval {time}: {remembered}. Keep more with "
             "stream.remember('10m') (or ssc.remember) before ssc.start(), and "
             "StreamingSettings.max_history if it is set"
         )

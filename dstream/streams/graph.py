@@ -144,7 +144,7 @@ class DStreamGraph:
         return len(self.outputs) - 1
 
     def user_functions(self) -> list[UserFunction]:
-        return [uf for s in self.streams for uf in s._user_functions]
+        return [uf for s in self.streams for uf in s.user_functions]
 
     def validate(self) -> None:
         if not self.outputs:
@@ -156,7 +156,7 @@ class DStreamGraph:
             slide = stream._slide_duration
             if not slide.is_multiple_of(self.batch_duration):
                 raise ValueError(
-                    f"{stream._label} slides every {slide}, which is not a multiple of the "
+                    f"{stream.label} slides every {slide}, which is not a multiple of the "
                     f"batch interval {self.batch_duration}"
                 )
         for source in self.inputs:
@@ -190,12 +190,12 @@ class DStreamGraph:
                 try:
                     source._get_or_compute(time)
                 except Exception:
-                    log.exception("%s failed to produce interval %s", source._label, time)
+                    log.exception("%s failed to produce interval %s", source.label, time)
             for out in self.outputs:
                 try:
                     job = out._generate_job(time)
                 except Exception as exc:
-                    job = Job(time, out._output_index, out._label, _raiser(exc))
+                    job = Job(time, out._output_index, out.label, _raiser(exc))
                 if job is not None:
                     jobs.append(job)
         if jobs and any(type(s)._before_interval is not _no_hook for s in self.streams):
@@ -233,7 +233,7 @@ class DStreamGraph:
                     try:
                         rdd.unpersist(blocking=False)
                     except Exception:  # a SparkContext stopped meanwhile: nothing is cached
-                        log.debug("unpersist of %s failed", stream._label, exc_info=True)
+                        log.debug("unpersist of %s failed", stream.label, exc_info=True)
 
 
 _no_hook = DStreamCore._before_interval

@@ -102,10 +102,10 @@ class ApproximatedState(StateStream):
 
     # ---- approximateRecovery -----------------------------------------------------------------
     def _set_approximate(self, max_divergence: object, divergence: object) -> None:
-        spec = approx_spec(max_divergence, divergence, self._label)
+        spec = approx_spec(max_divergence, divergence, self.label)
         if self._strategy.kind in ("replicate", "replay"):
             raise ValueError(
-                f"approximateRecovery() of {self._label} restores lost partitions from its "
+                f"approximateRecovery() of {self.label} restores lost partitions from its "
                 f'own copies; it cannot be combined with recoveryStrategy("{self._strategy.kind}")'
                 ": keep one of them"
             )
@@ -114,7 +114,7 @@ class ApproximatedState(StateStream):
     def _set_strategy(self, kind: object, every: object, copies: object) -> None:
         if self._approx is not None and kind in ("replicate", "replay"):
             raise ValueError(
-                f"recoveryStrategy({kind!r}) of {self._label}, whose lost partitions "
+                f"recoveryStrategy({kind!r}) of {self.label}, whose lost partitions "
                 "approximateRecovery() already restores from copies; keep one of them"
             )
         super()._set_strategy(kind, every, copies)
@@ -123,7 +123,7 @@ class ApproximatedState(StateStream):
         # A state whose count is fixed anyway (track()) says its own rule.
         if self._approx is not None and self._fixed_partitions is None:
             raise ValueError(
-                f"rescale({count!r}) of {self._label}: under approximateRecovery() each "
+                f"rescale({count!r}) of {self.label}: under approximateRecovery() each "
                 "partition keeps its own copy and its own share of maxDivergence, so the "
                 "partition count is fixed (numPartitions= when it is made)"
             )
@@ -134,7 +134,7 @@ class ApproximatedState(StateStream):
             return
         if settings.pipelining_depth > 1:
             raise ValueError(
-                f"approximateRecovery() of {self._label} reads each interval's state from "
+                f"approximateRecovery() of {self.label} reads each interval's state from "
                 "the executors' memory once the interval before has made it, which timestep "
                 f"pipelining (pipelining_depth={settings.pipelining_depth}) does not wait "
                 "for; run it with pipelining_depth=1"
@@ -144,7 +144,7 @@ class ApproximatedState(StateStream):
         try:
             shim_class(self._graph.sc, "io.dstream.shim.state.StateBlocks")
         except ShimMissingError as exc:
-            raise ShimMissingError(exc.path, f"approximateRecovery() of {self._label}") from None
+            raise ShimMissingError(exc.path, f"approximateRecovery() of {self.label}") from None
 
     @property
     def _tracker(self) -> Approximation:
@@ -192,7 +192,7 @@ class ApproximatedState(StateStream):
 
     def _on_batch_completed(self, time: Time) -> None:
         if self._approx is not None:
-            self._tracker.harvest(time.ms, self._label)
+            self._tracker.harvest(time.ms, self.label)
         super()._on_batch_completed(time)
 
     def _submit_checkpoint(self, time: Time, rdd: RDD[Any]) -> bool:
@@ -339,7 +339,7 @@ class StateDStream(ApproximatedState):
     def _approximate_merge(self, union: RDD[Any], times: list[Time]) -> RDD[Any]:
         task, update, millis = self._approx_task(times), self._update, [u.ms for u in times]
         notes = self._tracker.accumulator()
-        quarantine, label, stream = self._graph.quarantine, self._label, self._id
+        quarantine, label, stream = self._graph.quarantine, self.label, self._id
         acc = quarantine.accumulator() if quarantine.active else None
 
         def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
@@ -396,7 +396,7 @@ class StateDStream(ApproximatedState):
         if not unfiltered and not quarantine.active and wrap is None and counter is None:
             return union.mapPartitions(lambda it: merge_update_state(it, update, intervals), True)
         acc = quarantine.accumulator() if quarantine.active else None
-        label, millis, stream = self._label, [u.ms for u in times], self._id
+        label, millis, stream = self.label, [u.ms for u in times], self._id
 
         def merge_partition(split: int, records: Iterable[Any]) -> Iterator[Any]:
             def own(key: Any) -> bool:
@@ -426,7 +426,7 @@ class StateDStream(ApproximatedState):
     ) -> RDD[Any]:
         if self._approx is not None:
             raise NotImplementedError(
-                f"{self._label} restores its own lost partitions (approximateRecovery)"
+                f"{self.label} restores its own lost partitions (approximateRecovery)"
             )
         count = self._schedule.at(time.ms)
         return self._merge(time, [(previous, count)], times, saved)
@@ -517,7 +517,7 @@ class TrackDStream(ApproximatedState):
             groups.append([] if rdd is None else [rdd])
         fns, millis, files = self._fns, [u.ms for u in times], self._files
         snapshots = None if base_ms is None else self._snapshots(base_ms)
-        quarantine, label, stream = self._graph.quarantine, self._label, self._id
+        quarantine, label, stream = self._graph.quarantine, self.label, self._id
         acc = quarantine.accumulator() if quarantine.active else None
         approx = None if self._approx is None else self._approx_task(times)
         said = None if approx is None else self._tracker.accumulator()
@@ -576,7 +576,7 @@ class TrackDStream(ApproximatedState):
         missing = sorted(set(range(self._partitions)) - set(written))
         if missing:
             raise RuntimeError(
-                f"{self._label}: the compaction at {time} wrote no snapshot for partitions "
+                f"{self.label}: the compaction at {time} wrote no snapshot for partitions "
                 f"{missing}; the checkpoint is not marked complete"
             )
         digests = [written[i].sha256 for i in range(self._partitions)]

@@ -87,7 +87,7 @@ class OutputDStream(DStreamCore[Any]):
         if rdd is None:
             return None
         share_kryo(rdd)
-        fn, label = self._fn, self._label
+        fn, label = self._fn, self.label
         if self._gives_tentative:  # the exact result, as a tentative one is marked
             rdd.tentative = False  # type: ignore[attr-defined]
             rdd.fidelity = 1.0  # type: ignore[attr-defined]

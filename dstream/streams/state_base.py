@@ -167,12 +167,12 @@ class StateStream(DStreamCore[Any]):
         the first). Returns that interval (None before start)."""
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError(
-                f"rescale({count!r}) of {self._label}: the partition count must be a "
+                f"rescale({count!r}) of {self.label}: the partition count must be a "
                 "positive int, e.g. rescale(8)"
             )
         if self._fixed_partitions is not None:
             raise ValueError(
-                f"rescale({count}) of {self._label}: {self._fixed_partitions}; its partition "
+                f"rescale({count}) of {self.label}: {self._fixed_partitions}; its partition "
                 "count is fixed (numPartitions= when it is made)"
             )
         with self._lock:
@@ -184,7 +184,7 @@ class StateStream(DStreamCore[Any]):
                 newest = max(newest, Time(self._completed_ms))
             start = newest + self._slide_duration
             self._schedule.add(start.ms, count)
-        log.info("%s: %d partitions from interval %s", self._label, count, start)
+        log.info("%s: %d partitions from interval %s", self.label, count, start)
         self._warm_up(self._schedule.at((start - self._slide_duration).ms), count)
         return start
 
@@ -218,7 +218,7 @@ class StateStream(DStreamCore[Any]):
             slide=self._slide_duration,
             window=self._window,
             unbounded=self._unbounded,
-            label=self._label,
+            label=self.label,
             every=every,
             copies=copies,
         )
@@ -281,12 +281,12 @@ class StateStream(DStreamCore[Any]):
 
     def _checkpoint_dir(self, time_ms: int) -> str:
         if self._root is None:
-            raise RuntimeError(f"{self._label} has no storage directory; start() prepares it")
+            raise RuntimeError(f"{self.label} has no storage directory; start() prepares it")
         return checkpoint_dir(self._root, self._key, time_ms)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         if self._zero_time is None:
-            raise RuntimeError(f"{self._label} computed before start()")
+            raise RuntimeError(f"{self.label} computed before start()")
         if self._wanted_partitions is not None:
             self._schedule.restart_with(time.ms, self._wanted_partitions)
             self._wanted_partitions = None
@@ -312,7 +312,7 @@ class StateStream(DStreamCore[Any]):
             if rdd is None:
                 if previous is None:
                     raise RuntimeError(
-                        f"{self._label} cannot rebuild interval {time}: the inputs since its "
+                        f"{self.label} cannot rebuild interval {time}: the inputs since its "
                         f"checkpoint at {base} ms are gone and no previous state exists"
                     )
                 # Inputs since the new checkpoint are no longer remembered: keep stepping.
@@ -411,7 +411,7 @@ class StateStream(DStreamCore[Any]):
             checkpoint_bytes=checkpoint_bytes,
             every=every,
         )
-        log.info("%s: recovery strategy auto picked %s: %s", self._label, *self._auto)
+        log.info("%s: recovery strategy auto picked %s: %s", self.label, *self._auto)
 
     def _replay_floor(self) -> Time | None:
         """A rebuild folds in only its parent's intervals after this time (the published
@@ -480,8 +480,8 @@ class StateStream(DStreamCore[Any]):
         since = base if base is not None else (self._zero_time.ms if self._zero_time else None)
         depth = None if since is None else (time.ms - since) // self._slide_duration.ms
         return {
-            "name": self._user_name or self._label,
-            "operator": self._label,
+            "name": self._user_name or self.label,
+            "operator": self.label,
             "lastCheckpoint": human_time(published),
             "lastCheckpointMs": published,
             "lineageDepth": depth,
@@ -500,12 +500,12 @@ class StateStream(DStreamCore[Any]):
     ) -> RDD[Any]:
         """The state of ``time`` from ``previous`` (a state of ``times[0] - slide``) and the
         input of ``times``; a lost block's record in ``previous`` is read from ``saved``."""
-        raise NotImplementedError(f"{self._label} gives no tentative results")
+        raise NotImplementedError(f"{self.label} gives no tentative results")
 
     def _tentative_loss(self, time: Time, chain: StateChain) -> Loss:
         """The loss of this state's tentative RDD of ``time``: per partition, the records it
         holds and the share of them missing (PPA's rate and information loss)."""
-        raise NotImplementedError(f"{self._label} gives no tentative results")
+        raise NotImplementedError(f"{self.label} gives no tentative results")
 
     def _tentative(self, time: Time, tentative: TentativePass) -> tuple[RDD[Any] | None, Loss]:
         from dstream.streams.surviving import surviving
@@ -587,7 +587,7 @@ class StateStream(DStreamCore[Any]):
                 if theirs.get(k) != ours.get(k)
             )
             raise ValueError(
-                f"the state of {self._label} cannot be restored into the changed program "
+                f"the state of {self.label} cannot be restored into the changed program "
                 f"({diff}); keep those settings, or start from a new checkpoint directory"
             )
         self._published_ms = state.get("checkpoint_ms")

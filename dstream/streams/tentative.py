@@ -195,7 +195,7 @@ class TentativePass:
         _CURRENT.reset(self._token)
 
     def rdd(self, node: DStreamCore[Any], time: Time) -> RDD[Any] | None:
-        key = (node._id, time.ms)
+        key = (node.id, time.ms)
         if key not in self._rdds:
             if not node._is_time_valid(time):
                 return None
@@ -208,10 +208,10 @@ class TentativePass:
     def loss(self, node: DStreamCore[Any], time: Time) -> Loss:
         """The loss of ``node``'s RDD of ``time`` in this pass (nothing lost for a stream the
         failure does not reach)."""
-        key = (node._id, time.ms)
+        key = (node.id, time.ms)
         if key in self._losses:
             return self._losses[key]
-        if node._id in self.affected:
+        if node.id in self.affected:
             self.rdd(node, time)
             return self._losses.get(key, Loss.none(1))
         rdd = node._get_or_compute(time)
@@ -257,7 +257,7 @@ class TentativeNotes:
         if acc is None:
             return
         notes: dict[NoteSlot, Any] = acc.value
-        by_id = {s._id: s for s in self._graph.streams}
+        by_id = {s.id: s for s in self._graph.streams}
         for slot in list(notes):
             if slot.time_ms <= time.ms and slot.kind == "weight":
                 records = notes.pop(slot, None)

@@ -80,12 +80,12 @@ class TransformedDStream(DStreamCore[Any]):
         except UserFunctionError:
             raise
         except Exception as exc:
-            raise UserFunctionError(f"{self._label} raised {type(exc).__name__}: {exc}") from exc
+            raise UserFunctionError(f"{self.label} raised {type(exc).__name__}: {exc}") from exc
         from pyspark import RDD
 
         if result is not None and not isinstance(result, RDD):
             raise TypeError(
-                f"the function given to {self._label} returned {type(result).__name__}, "
+                f"the function given to {self.label} returned {type(result).__name__}, "
                 "not an RDD; return the transformed RDD (e.g. rdd.map(...))"
             )
         return result

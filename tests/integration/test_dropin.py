@@ -152,7 +152,7 @@ def test_a_listener_written_for_pyspark_reads_every_field(harness: Any) -> None:
     h.run_batches(1)
     engine_of(h.ssc).bus.wait_until_empty(30)
     submitted, started, completed = listener.rows
-    sid = source._node._id
+    sid = source._node.id
     name = completed["outputs"][0][2]
     assert name.startswith("foreachRDD at test_dropin.py:")
     assert submitted == {

@@ -237,11 +237,11 @@ def test_old_files_are_taken_up_to_max_file_age_and_older_ones_reported_once(
 
     assert out == [["on time"], ["late"], [], []]
     source = engine_of(h.ssc).graph.inputs[0]
-    skipped = [m[source._id].get("skipped") for m in inputs.metadata]
-    counts = [m[source._id].get("skipped_count") for m in inputs.metadata]
+    skipped = [m[source.id].get("skipped") for m in inputs.metadata]
+    counts = [m[source.id].get("skipped_count") for m in inputs.metadata]
     assert skipped == [[], [str(ancient)], [], []]
     assert counts == [0, 1, 0, 0]
-    assert inputs.metadata[1][source._id]["files"] == [str(late)]
+    assert inputs.metadata[1][source.id]["files"] == [str(late)]
     warnings = [r.getMessage() for r in caplog.records if "ancient.txt" in r.getMessage()]
     assert len(warnings) == 1, warnings
     assert "max_file_age" in warnings[0] and "skipped" in warnings[0]

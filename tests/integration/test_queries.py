@@ -255,7 +255,7 @@ def test_queries_after_a_driver_restart_read_the_rebuilt_state(sc: Any, tmp_path
     clock.advance(2 * B)
     assert resumed.wait_for_batch(5 * B, 60)
     totals = handle_for(
-        next(s for s in engine_of(resumed).graph.streams if s._user_name == "totals")
+        next(s for s in engine_of(resumed).graph.streams if s.user_name == "totals")
     )
     assert dict(totals.snapshot().collect()) == {"x": 3, "y": 1, "z": 1}
     assert totals.lookup("x") == [3]

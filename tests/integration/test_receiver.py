@@ -248,7 +248,7 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
         assert client.wait_stored(60)  # "A": stored and registered with the driver
         assert stream._node._wait_for_pending(3, 60)
         first = [b.spark_id for b in stream._node._pending_blocks()]
-        assert {i[:2] for i in first} == {("input", stream._node._id)}
+        assert {i[:2] for i in first} == {("input", stream._node.id)}
         assert all(_executors(sc, first))
         h.run_batches(2)  # the first interval's commit goes out when the second completes
         assert client.wait_committed(60)

@@ -176,7 +176,7 @@ def test_a_restarted_driver_resumes_with_identical_output(
         # The window was never checkpointed: the restart rebuilds it from the input files
         # its journaled low-water mark kept.
         window = next(
-            s for s in engine_of(resumed).graph.streams if s._operator == "reduceByKeyAndWindow"
+            s for s in engine_of(resumed).graph.streams if s.operator == "reduceByKeyAndWindow"
         )
         assert window._published_ms is None and window._restored_floor_ms is not None
     run(resumed, clock2, total)

@@ -216,7 +216,7 @@ def test_the_receiver_restarts_reports_errors_and_loses_no_line_after_reconnecti
         server.close()
     # stop() delivered every event posted before it returned.
     started, error, stopped = events.of("started")[0], errors[0], events.of("stopped")[-1]
-    sid = source._id
+    sid = source.id
     assert (started.streamId(), started.name(), started.active()) == (
         sid,
         f"SocketReceiver-{sid}",

@@ -77,9 +77,9 @@ def test_text_file_stream_takes_each_new_file_once(harness: Any, tmp_path: Path)
     source = engine_of(h.ssc).graph.inputs[0]
     a, b, c = (str(tmp_path / n) for n in ("a.txt", "b.txt", "c.txt"))
     assert records.inputs[:3] == [  # as Spark's StreamInputInfo: count, files, description
-        [(source._id, 3, [a, b], f"{a}\n{b}")],
-        [(source._id, 1, [c], c)],
-        [(source._id, 0, [], "")],
+        [(source.id, 3, [a, b], f"{a}\n{b}")],
+        [(source.id, 1, [c], c)],
+        [(source.id, 0, [], "")],
     ]
     assert [os.path.basename(p) for p in source._batch_files[Time(T0 + 1000)]] == ["a.txt", "b.txt"]
 
