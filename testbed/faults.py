@@ -411,7 +411,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     from dstream.streams.state_base import StateStream
 
     def state_name(state: Any) -> str:  # setName() names the stream the operator returned
-        views = (v.user_name for v in engine_of(ssc).graph.streams if v._checkpoint_target is state)
+        views = (v.user_name for v in engine_of(ssc).graph.streams if v.checkpoint_target is state)
         return state.user_name or next((n for n in views if n), state.label)
 
     states = [s for s in engine_of(ssc).graph.streams if isinstance(s, StateStream)]

@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
         ssc.addStreamingListener(Tentatives())
         ssc.start()
-        zero = engine_of(ssc).graph._zero_time
+        zero = engine_of(ssc).graph.zero_time
         assert zero is not None
         result["zero_ms"] = zero.ms
         result["batch_ms"] = args.batch * 1000

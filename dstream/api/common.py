@@ -46,7 +46,7 @@ class CommonOps(Generic[T]):
 
     def context(self) -> StreamingContext:
         """The StreamingContext this stream belongs to."""
-        return cast("StreamingContext", self._node._graph.context)
+        return cast("StreamingContext", self._node.graph.context)
 
     def setName(self, name: str) -> DStream[T]:
         """Name this stream, so that a restarted driver running changed code can find its
@@ -62,15 +62,15 @@ class CommonOps(Generic[T]):
         On the stream a window or state operator returned, this sets the interval of the
         state behind it (its lineage is what checkpoints cut)."""
         node = self._node
-        node._graph.check_can_add("checkpoint")
-        target = node._checkpoint_target or node
+        node.graph.check_can_add("checkpoint")
+        target = node.checkpoint_target or node
         duration = to_duration(interval, "checkpoint interval")
-        if not duration.is_multiple_of(target._slide_duration):
+        if not duration.is_multiple_of(target.slide_duration):
             raise ValueError(
                 f"checkpoint interval {duration} of {target.label} must be a multiple of its "
-                f"slide {target._slide_duration}"
+                f"slide {target.slide_duration}"
             )
-        target._checkpoint_interval = duration
+        target.set_checkpoint_interval(duration)
         return self  # type: ignore[return-value]
 
     def recoveryStrategy(
@@ -91,8 +91,8 @@ class CommonOps(Generic[T]):
           5 % of the time between checkpoints and the state can replay.
         """
         node = self._node
-        node._graph.check_can_add("recoveryStrategy")
-        target = node._checkpoint_target or node
+        node.graph.check_can_add("recoveryStrategy")
+        target = node.checkpoint_target or node
         if not isinstance(target, StateStream):
             raise ValueError(
                 f"recoveryStrategy({kind!r}) on {target.label}, which keeps no state between "
@@ -123,8 +123,8 @@ class CommonOps(Generic[T]):
         are refused (each interval changes their every key,
         so a copy of the changed keys would be the whole state)."""
         node = self._node
-        node._graph.check_can_add("approximateRecovery")
-        target = node._checkpoint_target or node
+        node.graph.check_can_add("approximateRecovery")
+        target = node.checkpoint_target or node
         if not isinstance(target, ApproximatedState):
             if isinstance(target, StateStream):
                 raise ValueError(
@@ -150,7 +150,7 @@ class CommonOps(Generic[T]):
         shuffle an updateStateByKey state once (a window's new partitions read every old
         one). The counts are journaled: a restarted driver replays each interval at the
         count it had."""
-        target = self._node._checkpoint_target or self._node
+        target = self._node.checkpoint_target or self._node
         if not isinstance(target, StateStream):
             raise ValueError(
                 f"rescale({numPartitions!r}) on {target.label}, which keeps no state between "
@@ -175,13 +175,13 @@ class CommonOps(Generic[T]):
                 f"persist() needs a pyspark.StorageLevel, got {storageLevel!r}; "
                 "e.g. persist(StorageLevel.MEMORY_AND_DISK)"
             )
-        self._node._graph.check_can_add("persist")
-        self._node._storage_level = storageLevel
+        self._node.graph.check_can_add("persist")
+        self._node.set_storage_level(storageLevel)
         return self  # type: ignore[return-value]
 
     def remember(self, duration: object) -> DStream[T]:
         """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
-        self._node._graph.check_can_add("remember")
+        self._node.graph.check_can_add("remember")
         self._node._remember(to_duration(duration, "remember duration"))
         return self  # type: ignore[return-value]
 
@@ -196,11 +196,11 @@ class CommonOps(Generic[T]):
         """
         node = self._node
         b, e = self._when(begin, "slice begin"), self._when(end, "slice end")
-        if node._zero_time is None:
+        if node.zero_time is None:
             raise ContextStateError(
                 f"slice() on {node.label} before ssc.start(): no interval exists yet"
             )
-        slide, zero = node._slide_duration, node._zero_time
+        slide, zero = node.slide_duration, node.zero_time
         times = node._remembered_between(b.floor(slide, zero), e.floor(slide, zero))
         return [self._slice_view(t) for t in times]
 
@@ -208,7 +208,10 @@ class CommonOps(Generic[T]):
         return to_time(value, what)
 
     def _slice_view(self, time: Time) -> RDD[T]:
-        return self._node._generated[time]
+        rdd = self._node.remembered_rdd(time)
+        if rdd is None:  # forgotten since slice() listed it
+            raise KeyError(time)
+        return rdd
 
     # ---- helpers shared by every family ---------------------------------------------------
     def _user(
@@ -236,7 +239,7 @@ class CommonOps(Generic[T]):
 
     def _num_partitions(self, numPartitions: int | None, operator_name: str) -> int:
         if numPartitions is None:
-            return int(self._node._graph.sc.defaultParallelism)
+            return int(self._node.graph.sc.defaultParallelism)
         if isinstance(numPartitions, bool) or not isinstance(numPartitions, int):
             raise TypeError(
                 f"{operator_name}() numPartitions must be an int, got {numPartitions!r}"

@@ -118,7 +118,7 @@ class OutputOps(StateOps[T]):
             raise TypeError(f"saveAsTextFiles() suffix must be a string or None, got {suffix!r}")
 
         _check_tentative("saveAsTextFiles", tentative, priority)
-        graph = self._node._graph
+        graph = self._node.graph
 
         def save(time: Time, rdd: RDD[Any]) -> None:
             path = interval_path(prefix, suffix, time.ms)
@@ -173,8 +173,8 @@ class OutputOps(StateOps[T]):
                 f"{uf.site} takes {arity} arguments"
             )
         fn = uf.fn
-        graph = self._node._graph
-        slide = self._node._slide_duration
+        graph = self._node.graph
+        slide = self._node.slide_duration
         logs: dict[str, CommitLog] = {}
 
         def commit_log(label: str) -> CommitLog:

@@ -61,8 +61,8 @@ class QueryOps(CommonOps[T]):
         node = self._node
         latest = node._latest_time()
         t = self._when(time, "at() time")
-        assert node._zero_time is not None  # _latest_time checked that the stream started
-        aligned = _ceil(t, node._slide_duration.ms, node._zero_time.ms)
+        assert node.zero_time is not None  # _latest_time checked that the stream started
+        aligned = _ceil(t, node.slide_duration.ms, node.zero_time.ms)
         if aligned > latest:
             raise ValueError(
                 f"at({time!r}): interval {aligned} of {node.label} has not completed yet; the "
@@ -73,7 +73,7 @@ class QueryOps(CommonOps[T]):
     def _when(self, value: object, what: str) -> Time:
         """``value`` as ``at`` and ``slice`` read it: "now" and "-5m" count back from the
         newest completed interval (the clock's now when none has completed)."""
-        graph = self._node._graph
+        graph = self._node.graph
         now = graph.clock.now()
         done = graph.runtime.completed_time()
         return parse_when(value, now, what, relative_to=done)
@@ -147,11 +147,11 @@ class QueryOps(CommonOps[T]):
             raise ValueError(
                 f"createOrReplaceTempView() name {name!r} must be an identifier, e.g. 'sessions'"
             )
-        _views_of(self._node._graph).register(name, self, schema)
+        _views_of(self._node.graph).register(name, self, schema)
 
     def _require_state(self, what: str) -> DStreamCore[Any]:
         node = self._node
-        state = node if node._is_state else node._checkpoint_target
+        state = node if node.is_state else node.checkpoint_target
         if state is None:
             raise TypeError(
                 f"{what}() reads the state of a state stream (updateStateByKey, track, or a "
@@ -234,7 +234,7 @@ class TempViews:
         with self._lock:
             self._views[name] = (stream, schema)
         node = stream._node
-        if node._zero_time is not None and node._graph.runtime.completed_time() is not None:
+        if node.zero_time is not None and node.graph.runtime.completed_time() is not None:
             self.refresh(name)
 
     def refresh_all(self) -> None:
@@ -249,7 +249,7 @@ class TempViews:
             return  # no schema to give it yet: the first interval with records will
         frame = _frame(_session(rdd), rdd, schema, stream._node.label)
         frame.createOrReplaceTempView(name)
-        retention = stream._node._graph.settings.view_retention
+        retention = stream._node.graph.settings.view_retention
         with self._lock:
             self._views[name] = (stream, schema or frame.schema)  # infer once
             held, time = self._held.setdefault(name, []), rdd.interval  # type: ignore[attr-defined]

@@ -45,7 +45,7 @@ class StateOps(WindowOps[T]):
             rdd = (
                 initialRDD
                 if isinstance(initialRDD, RDD)
-                else self._node._graph.sc.parallelize(list(initialRDD))
+                else self._node.graph.sc.parallelize(list(initialRDD))
             )
             initial = partition_by(rdd, n)
         events = TaggedEvents(self._node, n, name)
@@ -76,7 +76,7 @@ class StateOps(WindowOps[T]):
         init_uf = self._user(name, initialize, "initialize")
         update_uf = self._user(name, update, "update")
         limit = to_duration(timeout, "track() timeout")
-        slide = self._node._slide_duration
+        slide = self._node.slide_duration
         if not limit.is_multiple_of(slide):
             suggestion = max(1, limit.ms // slide.ms) * slide.ms
             raise ValueError(

@@ -30,7 +30,7 @@ class WindowOps(KeyedOps[T]):
 
         Both must be multiples of this stream's slide; seconds, '30s' or Durations.
         """
-        spec = window_spec("window", windowDuration, slideDuration, self._node._slide_duration)
+        spec = window_spec("window", windowDuration, slideDuration, self._node.slide_duration)
         return self._wrap(WindowedDStream(self._node, spec))
 
     def reduceByKeyAndWindow(
@@ -50,7 +50,7 @@ class WindowOps(KeyedOps[T]):
         filters the output pairs.
         """
         name = "reduceByKeyAndWindow"
-        spec = window_spec(name, windowDuration, slideDuration, self._node._slide_duration)
+        spec = window_spec(name, windowDuration, slideDuration, self._node.slide_duration)
         n = self._num_partitions(numPartitions, name)
         uf = self._user(name, func)
         g = uf.guarded()
@@ -58,7 +58,7 @@ class WindowOps(KeyedOps[T]):
         result: DStream[Any]
         if invFunc is None:
             partials = self._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n), [uf])
-            partials._node._storage_level = STATE
+            partials._node.set_storage_level(STATE)
             windowed = self._wrap(WindowedDStream(partials._node, spec, name=name))
             result = windowed._rdd_op(name, lambda rdd: rdd.reduceByKey(g, n))
         else:
@@ -68,13 +68,13 @@ class WindowOps(KeyedOps[T]):
             result = self._wrap(state)._rdd_op(
                 name, lambda rdd: rdd.flatMap(window_items, preservesPartitioning=True)
             )
-            result._node._checkpoint_target = state
+            result._node.set_checkpoint_target(state)
             result._node._narrow = True  # type: ignore[attr-defined]  # one flatMap per partition
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
             fg = fuf.guarded()
             filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
-            filtered._node._checkpoint_target = result._node._checkpoint_target
+            filtered._node.set_checkpoint_target(result._node.checkpoint_target)
             filtered._node._narrow = True  # type: ignore[attr-defined]
             result = filtered
         return result

@@ -218,7 +218,7 @@ class KafkaInputDStream(InputDStream):
         if mode != "auto":
             return bool(mode == "time")
         clock = self._graph.clock
-        return isinstance(clock, SystemClock) and clock.now() - time > self._slide_duration
+        return isinstance(clock, SystemClock) and clock.now() - time > self.slide_duration
 
     def _max_per_partition(self, partitions: int) -> int | None:
         """maxRecordsPerPartition, lowered by backpressure to the interval's allowance
@@ -316,7 +316,7 @@ class KafkaInputDStream(InputDStream):
         # while a state downstream may rebuild from its last checkpoint (one that lags or
         # fails holds them), so an interval since that checkpoint can be recomputed after a
         # driver restart.
-        window = self._remember_duration or self._slide_duration
+        window = self._remember_duration or self.slide_duration
         forget = time - max(window, self._options.ranges_remember)
         floor = self._states_floor()
         if floor is not None:

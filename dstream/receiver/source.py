@@ -311,9 +311,9 @@ class ReceiverInputDStream(InputDStream):
         # Older intervals are never read again by a driver restarted from this completion's
         # record (dstream.receiver.horizon), so their blocks are committed (the clients
         # forget them). Without windows or state that is this interval.
-        keep = self._remember_duration or self._slide_duration
+        keep = self._remember_duration or self.slide_duration
         hold = states_hold(self._states_downstream(), keep)
-        through, held_by = commit_horizon(time, self._slide_duration, keep, hold)
+        through, held_by = commit_horizon(time, self.slide_duration, keep, hold)
         if held_by is not None and held_by != self._held_by:
             log.warning(
                 "%s: blocks after %s are not committed yet: the last checkpoint of %s is too "
@@ -329,7 +329,7 @@ class ReceiverInputDStream(InputDStream):
 
     def _clear_metadata(self, time: Time) -> None:
         super()._clear_metadata(time)
-        keep = self._remember_duration or self._slide_duration
+        keep = self._remember_duration or self.slide_duration
         hold = states_hold(self._states_downstream(), keep)
         forget = time - keep if hold is None else min(time - keep, hold[0])
         drop_blocks(self._graph.sc, self._blocks.forget_through(forget))

@@ -100,7 +100,7 @@ class BatchCoordinator:
                     "streams": graph.streams,
                     "inputs": [s.id for s in graph.inputs],
                     "outputs": [s.id for s in graph.outputs],
-                    "remember": graph._remember_duration,
+                    "remember": graph.remember_duration,
                 },
                 graph,
             )
@@ -151,10 +151,10 @@ class BatchCoordinator:
                 states[stream.id] = state
                 if state.get("checkpoint_ms") is not None:
                     refs[stream.id] = state["checkpoint_ms"]
-        assert graph._zero_time is not None, "records are written once the graph has started"
+        assert graph.zero_time is not None, "records are written once the graph has started"
         record = JournalRecord(
             batch_ms=graph.batch_duration.ms,
-            zero_ms=graph._zero_time.ms,
+            zero_ms=graph.zero_time.ms,
             generated_ms=None if position.generated is None else position.generated.ms,
             completed_ms=None if position.completed is None else position.completed.ms,
             pending_ms=tuple(t.ms for t in position.pending),
@@ -187,13 +187,13 @@ def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
     a window's filtered result), which then goes by ``<name>#view``: the name binds the
     state, whatever the user held."""
     by_view = {
-        id(s._checkpoint_target): s.user_name
+        id(s.checkpoint_target): s.user_name
         for s in streams
-        if s._checkpoint_target is not None and s.user_name
+        if s.checkpoint_target is not None and s.user_name
     }
     names = {}
     for stream, rank in ranked(streams):
-        if stream.user_name and stream._checkpoint_target is not None:
+        if stream.user_name and stream.checkpoint_target is not None:
             names[stream.id] = f"{stream.user_name}#view"
         else:
             name = stream.user_name or by_view.get(id(stream))

@@ -281,7 +281,7 @@ class ElasticController(StreamingListener):
         if checkpointer is None or not states or self._monitor_decommissions():
             return False  # (decommissioned executors hand their blocks over: no rebuild)
         for state in states:
-            rdd = state._generated.get(Time(now_ms))
+            rdd = state.remembered_rdd(Time(now_ms))
             if rdd is not None:
                 checkpointer.submit(state, Time(now_ms), rdd)
         log.info("dstream elastic: scale down after a checkpoint of %d state(s)", len(states))

@@ -186,7 +186,7 @@ class Engine:
             check_picklable(graph.user_functions())
             probe_executors(self.sc)  # executors elsewhere run the driver's dstream
             self._check_max_history()
-            if any(s._needs_storage for s in graph.streams):
+            if any(s.needs_storage for s in graph.streams):
                 root = self._storage_root()
                 for stream in graph.streams:
                     stream._prepare_storage(root)
@@ -229,7 +229,7 @@ class Engine:
             failed_before=failed_before(self.restored_from),
             lease=self.lease,
         )
-        if any(s._is_state for s in graph.streams):
+        if any(s.is_state for s in graph.streams):
             self.checkpointer = Checkpointer(
                 self.sc,
                 self.job_group_prefix,

@@ -173,13 +173,7 @@ def restore_into(engine: Engine, record: JournalRecord, rebuild_graph: bool) -> 
     graph = engine.graph
     if not rebuild_graph:
         saved = loads_graph(record.graph, graph)
-        graph.streams = saved["streams"]
-        graph.inputs = [graph.streams[i] for i in saved["inputs"]]
-        graph.outputs = [graph.streams[i] for i in saved["outputs"]]
-        graph._remember_duration = saved["remember"]
-        for stream in graph.streams:
-            stream._graph = graph  # already, unless the record predates streams' graph
-            stream._lock = graph.lock
+        graph.adopt(saved["streams"], saved["inputs"], saved["outputs"], saved["remember"])
         by_old_id: dict[int, DStreamCore[Any]] = {s.id: s for s in graph.streams}
     else:
         new_names = journal_names(graph.streams)

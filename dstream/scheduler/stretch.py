@@ -135,14 +135,14 @@ class Stretchable:
 
 def _plain(stream: DStreamCore[Any], batch: Duration) -> str | None:
     """Why ``stream`` keeps something between intervals (None: it does not)."""
-    if stream._storage_level is not None:
+    if stream.storage_level is not None:
         return f"{stream.label} is persisted"
-    if stream._checkpoint_interval is not None:
+    if stream.checkpoint_interval is not None:
         return f"{stream.label} is checkpointed"
-    if stream._slide_duration != batch:
-        return f"{stream.label} slides every {stream._slide_duration}"
-    remember = stream._remember_duration
-    if remember is not None and remember > stream._slide_duration:
+    if stream.slide_duration != batch:
+        return f"{stream.label} slides every {stream.slide_duration}"
+    remember = stream.remember_duration
+    if remember is not None and remember > stream.slide_duration:
         return f"{stream.label} remembers {remember} (a window or remember())"
     return None
 
@@ -158,24 +158,24 @@ def _lineage(output: OutputDStream, batch: Duration) -> Stretchable | str:
     if output._gives_tentative:
         return f"{output.label} gives tentative results"
     prefix, suffix = target
-    node = output._parents[0]
+    node = output.parents[0]
     reduce = None
     if isinstance(node, TransformedDStream) and node._keyed_reduce is not None:
         if (why := _plain(node, batch)) is not None:
             return why
         reduce = node._keyed_reduce
-        node = node._parents[0]
+        node = node.parents[0]
     steps: list[Callable[[Iterable[Any]], Iterable[Any]]] = []
     while isinstance(node, RecordsDStream):
         if (why := _plain(node, batch)) is not None:
             return why
         steps.append(node._failing)
-        node = node._parents[0]
+        node = node.parents[0]
     if not isinstance(node, FileInputDStream) or node._reader is not read_text:
         return f"{output.label} reads {node.label}, not textFileStream through per-record operators"
     if (why := _plain(node, batch)) is not None:
         return why
-    graph = output._graph
+    graph = output.graph
     if not _local(node._directory, graph) or not _local(prefix, graph):
         return f"{output.label} reads or writes a file system other than the local one"
     return Stretchable(output, node, tuple(reversed(steps)), reduce, prefix, suffix)
@@ -185,7 +185,7 @@ def stretchable(graph: DStreamGraph) -> list[Stretchable] | str:
     """Every output's stretchable lineage, or why the program cannot be stretched."""
     if graph.quarantine.active:
         return 'bad_records="quarantine" sets records aside per interval'
-    if graph._remember_duration is not None:
+    if graph.remember_duration is not None:
         return "the program remembers its streams (ssc.remember)"
     if not graph.outputs:
         return "the program has no output"

@@ -161,7 +161,7 @@ class TentativeController:
     def _downstream(self, roots: set[int]) -> set[int]:
         children: dict[int, list[int]] = {}
         for s in self._graph.streams:
-            for p in s._parents:
+            for p in s.parents:
                 children.setdefault(p.id, []).append(s.id)
         seen, todo = set(roots), list(roots)
         while todo:
@@ -279,9 +279,9 @@ class TentativeController:
             state = by_id[sid]
             since = state._published_ms
             if since is None:
-                assert state._zero_time is not None
-                since = state._zero_time.ms
-            depth = (exact_time.ms - since) // state._slide_duration.ms
+                assert state.zero_time is not None
+                since = state.zero_time.ms
+            depth = (exact_time.ms - since) // state.slide_duration.ms
             share = len(lost) / max(1, state._partitions_at(exact_time))
             worst = max(worst, depth * per_interval * share)
         return worst
@@ -311,7 +311,7 @@ class TentativeController:
             blocked = {
                 s.id
                 for s in self._graph.streams
-                if s.id in affected and s._is_state and s.id not in chains
+                if s.id in affected and s.is_state and s.id not in chains
             }
             self._affected = affected - self._downstream(blocked)
         self._chains = chains
@@ -465,7 +465,7 @@ class TentativeController:
         for out in self._tentative_outputs():
             priority = out._priority if self._settings.replica_priorities else 1
             for stream in _ancestors(out):
-                if stream._is_state:
+                if stream.is_state:
                     weights[stream.id] = weights.get(stream.id, 0.0) + priority
         return weights
 
@@ -510,7 +510,7 @@ def _ancestors(stream: DStreamCore[Any]) -> list[DStreamCore[Any]]:
     todo = [stream]
     while todo:
         s = todo.pop()
-        for p in s._parents:
+        for p in s.parents:
             if p.id not in seen:
                 seen[p.id] = p
                 todo.append(p)

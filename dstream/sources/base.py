@@ -105,7 +105,7 @@ class InputDStream(DStreamCore[Any]):
         self._rate_limit: float | None = None
 
     @property
-    def _slide_duration(self) -> Duration:
+    def slide_duration(self) -> Duration:
         return self._graph_batch
 
     # ---- how long input is kept for the states downstream -------------------------------
@@ -120,7 +120,7 @@ class InputDStream(DStreamCore[Any]):
                 if id(stream) in seen:
                     return False
                 seen.add(id(stream))
-                return any(reads_me(p, seen) for p in stream._dependencies)
+                return any(reads_me(p, seen) for p in stream.dependencies)
 
             self._downstream_states = [
                 s for s in self._graph.streams if isinstance(s, StateStream) and reads_me(s, set())

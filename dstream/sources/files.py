@@ -135,7 +135,7 @@ class FileInputDStream(InputDStream):
     @property
     def _remember_window(self) -> Duration:
         # Whole batches, at least the configured file_remember.
-        batch = self._slide_duration
+        batch = self.slide_duration
         want = self._graph.settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
@@ -277,7 +277,7 @@ class FileInputDStream(InputDStream):
     # ---- how long records are kept --------------------------------------------------------
     def _record_horizon(self, time: Time) -> Time:
         """Records of intervals at or before the returned time are no longer needed."""
-        keep = self._remember_duration or self._slide_duration
+        keep = self._remember_duration or self.slide_duration
         horizon = min(time - self._remember_window, time - keep)
         floor = self._states_floor()
         return horizon if floor is None else min(horizon, floor - keep)

@@ -70,7 +70,7 @@ class RateInputDStream(InputDStream):
         return f"{self._operator}[{self._records_per_second}/s]"
 
     def _read(self, time: Time) -> RDD[str]:
-        total = records_in_interval(self._records_per_second, time.ms, self._slide_duration.ms)
+        total = records_in_interval(self._records_per_second, time.ms, self.slide_duration.ms)
         self._record_count(time, total)
         parts, seed, size, t = self._partitions, self._seed, self._record_bytes, time.ms
 

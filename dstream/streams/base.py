@@ -2,8 +2,8 @@
 
 A subclass declares three things:
 
-* ``_dependencies`` — the parent streams (empty for an input stream),
-* ``_slide_duration`` — how often it produces an RDD (its parent's, unless it is a window),
+* ``dependencies`` — the parent streams (empty for an input stream),
+* ``slide_duration`` — how often it produces an RDD (its parent's, unless it is a window),
 * ``_compute(time)`` — the RDD for one interval, built from its parents' RDDs of that time.
 
 This base class owns the rest: the per-time RDD cache (``_get_or_compute``), which times are
@@ -65,7 +65,7 @@ class DStreamCore(Generic[T]):
     ) -> None:
         graph.check_can_add(name)
         for parent in parents:
-            if parent._graph is not graph:
+            if parent.graph is not graph:
                 raise ValueError(
                     f"{name}() combines streams of two different StreamingContexts; "
                     "build every stream of a program from the same StreamingContext"
@@ -139,6 +139,67 @@ class DStreamCore(Generic[T]):
         """The user's functions this node runs (checked for picklability at start)."""
         return self._user_functions
 
+    # ---- the program it belongs to and how it is configured -------------------------------------
+    @property
+    def graph(self) -> DStreamGraph:
+        """The program this node belongs to, and the services it runs with."""
+        return self._graph
+
+    def bind(self, graph: DStreamGraph) -> None:
+        """Belong to ``graph``: a node of a saved program, loaded by a restarted driver,
+        takes the running program's services and its lock."""
+        self._graph = graph
+        self._lock = graph.lock
+
+    @property
+    def parents(self) -> tuple[DStreamCore[Any], ...]:
+        """The streams this node was built from, in the operator's order."""
+        return self._parents
+
+    @property
+    def zero_time(self) -> Time | None:
+        """The time the program started from (None before start)."""
+        return self._zero_time
+
+    @property
+    def remember_duration(self) -> Duration | None:
+        """How long this node keeps its RDDs (None: one slide)."""
+        return self._remember_duration
+
+    @property
+    def storage_level(self) -> StorageLevel | Literal["state"] | None:
+        """How this node's RDDs are persisted (None: not at all)."""
+        return self._storage_level
+
+    def set_storage_level(self, level: StorageLevel | Literal["state"]) -> None:
+        """Persist this node's RDDs at ``level`` (``persist()``; :data:`STATE` for RDDs that
+        later intervals build on)."""
+        self._storage_level = level
+
+    @property
+    def checkpoint_interval(self) -> Duration | None:
+        """How often this node's RDDs are checkpointed (None: never, or the default)."""
+        return self._checkpoint_interval
+
+    def set_checkpoint_interval(self, interval: Duration) -> None:
+        """Checkpoint this node's RDDs every ``interval`` (``checkpoint()``)."""
+        self._checkpoint_interval = interval
+
+    @property
+    def checkpoint_target(self) -> DStreamCore[Any] | None:
+        """For the stream a state operator returns: the state stream behind it, the one its
+        ``checkpoint()`` and queries act on."""
+        return self._checkpoint_target
+
+    def set_checkpoint_target(self, state: DStreamCore[Any] | None) -> None:
+        """Say which state stream is behind this one (see :attr:`checkpoint_target`)."""
+        self._checkpoint_target = state
+
+    def remembered_rdd(self, time: Time) -> RDD[T] | None:
+        """The RDD of ``time`` if this node still remembers it; never computes one."""
+        with self._lock:
+            return self._generated.get(time)
+
     # ---- what the metadata journal keeps of a stream, every interval --------------------------
     def _journal_state(self) -> dict[str, Any] | None:
         """What a restarted driver needs of this stream beyond its definition (None: nothing)."""
@@ -149,12 +210,12 @@ class DStreamCore(Generic[T]):
 
     # ---- what an operator declares -------------------------------------------------------
     @property
-    def _dependencies(self) -> tuple[DStreamCore[Any], ...]:
+    def dependencies(self) -> tuple[DStreamCore[Any], ...]:
         return self._parents
 
     @property
-    def _slide_duration(self) -> Duration:
-        return self._parents[0]._slide_duration
+    def slide_duration(self) -> Duration:
+        return self._parents[0].slide_duration
 
     def _compute(self, time: Time) -> RDD[T] | None:
         raise NotImplementedError(f"{type(self).__name__} must implement compute(time)")
@@ -187,7 +248,7 @@ class DStreamCore(Generic[T]):
                 f"{zero_time}; a stream cannot be shared by two running contexts"
             )
         self._zero_time = zero_time
-        self._remember(self._slide_duration)
+        self._remember(self.slide_duration)
         for parent in self._parents:
             parent._initialize(zero_time)
 
@@ -205,7 +266,7 @@ class DStreamCore(Generic[T]):
             raise ContextStateError(
                 f"{self.label} has not been started; call ssc.start() before asking for RDDs"
             )
-        return time > self._zero_time and (time - self._zero_time).ms % self._slide_duration.ms == 0
+        return time > self._zero_time and (time - self._zero_time).ms % self.slide_duration.ms == 0
 
     def _get_or_compute(self, time: Time) -> RDD[T] | None:
         """The RDD of ``time``, computed once and then remembered (inside a tentative pass, a
@@ -272,11 +333,11 @@ class DStreamCore(Generic[T]):
         user asked for with ``remember()``.
         """
         with self._lock:
-            keep = self._remember_duration or self._slide_duration
+            keep = self._remember_duration or self.slide_duration
             # The paper's maximum history: forget older RDDs whatever wants them longer.
             limit = self._graph.settings.max_history
             if limit is not None and limit < keep:
-                keep = max(limit, self._slide_duration)
+                keep = max(limit, self.slide_duration)
             old = [t for t in self._generated if t <= time - keep and not self._pins[t]]
             for t in old:
                 rdd = self._generated.pop(t)
@@ -319,7 +380,7 @@ class DStreamCore(Generic[T]):
                 f"{self.label} has no completed interval yet; the first one ends at "
                 f"{self._zero_time + self._graph.batch_duration}"
             )
-        slide, zero = self._slide_duration.ms, self._zero_time.ms
+        slide, zero = self.slide_duration.ms, self._zero_time.ms
         return Time(zero + (done.ms - zero) // slide * slide)
 
     def _pinned(self, time: Time) -> RDD[T]:
@@ -359,15 +420,15 @@ class DStreamCore(Generic[T]):
             while t <= last:
                 if t in self._generated:
                     result.append(t)
-                t = t + self._slide_duration
+                t = t + self.slide_duration
         return result
 
     # ---- hooks for stateful streams ---------------------------------------------------------
     # A state stream carries data from one interval to the next (windows with an inverse,
     # updateStateByKey, track); it is checkpointed by default.
-    _is_state: bool = False
+    is_state: bool = False
     # A stream that keeps files of its own (track()'s snapshots) needs a storage directory.
-    _needs_storage: bool = False
+    needs_storage: bool = False
 
     def _history_needed(self) -> tuple[Duration, str] | None:
         """How much past input this stream's recovery reads, and what sets it (state
@@ -376,7 +437,7 @@ class DStreamCore(Generic[T]):
 
     def _default_checkpoint_interval(self) -> Duration:
         """The smallest multiple of the slide that is at least 10 s."""
-        slide = self._slide_duration.ms
+        slide = self.slide_duration.ms
         return Duration(max(1, -(-10_000 // slide)) * slide)
 
     def _prepare_storage(self, root: str) -> None:

@@ -16,7 +16,7 @@ import logging
 import threading
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dstream.streams.base import DStreamCore
 from dstream.streams.quarantine import Quarantine
@@ -132,6 +132,34 @@ class DStreamGraph:
         """Raise unless streams and outputs may still be added (before start())."""
         self.runtime.check_can_add(what)
 
+    @property
+    def zero_time(self) -> Time | None:
+        """The time the program started from (None before start)."""
+        return self._zero_time
+
+    @property
+    def remember_duration(self) -> Duration | None:
+        """How long every output keeps its RDDs (``ssc.remember``; None: as they need)."""
+        return self._remember_duration
+
+    def adopt(
+        self,
+        streams: list[DStreamCore[Any]],
+        inputs: list[int],
+        outputs: list[int],
+        remember: Duration | None,
+    ) -> None:
+        """Run a saved program (a restarted driver's, from the metadata journal) in place of
+        the one the code defined: ``inputs`` and ``outputs`` index ``streams``; each stream
+        takes this graph's services and lock (it already names this graph, unless the record
+        predates streams' graph)."""
+        self.streams = list(streams)
+        self.inputs = [cast("InputDStream", streams[i]) for i in inputs]
+        self.outputs = [cast("OutputDStream", streams[i]) for i in outputs]
+        self._remember_duration = remember
+        for stream in self.streams:
+            stream.bind(self)
+
     def register(self, stream: DStreamCore[Any]) -> int:
         self.streams.append(stream)
         return len(self.streams) - 1
@@ -153,7 +181,7 @@ class DStreamGraph:
                 "foreachRDD(), pprint() or saveAsTextFiles() on a stream before start()"
             )
         for stream in self.streams:
-            slide = stream._slide_duration
+            slide = stream.slide_duration
             if not slide.is_multiple_of(self.batch_duration):
                 raise ValueError(
                     f"{stream.label} slides every {slide}, which is not a multiple of the "
@@ -227,7 +255,7 @@ class DStreamGraph:
         in two copies, still cached in the shared SparkContext.)"""
         with self.lock:
             for stream in self.streams:
-                if stream._storage_level is None:
+                if stream.storage_level is None:
                     continue
                 for rdd in stream._cached_rdds():
                     try:

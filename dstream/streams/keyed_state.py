@@ -67,7 +67,7 @@ class TaggedEvents(DStreamCore[Any]):
     partitioned into the state's partitions (the one shuffle of a state update)."""
 
     def __init__(self, parent: DStreamCore[Any], num_partitions: int, name: str) -> None:
-        super().__init__(parent._graph, [parent], name=name)
+        super().__init__(parent.graph, [parent], name=name)
         self._partitions = num_partitions
         # The state's own schedule (set by the state): both change count at one interval.
         self._schedule = PartitionSchedule(num_partitions)
@@ -161,7 +161,7 @@ class ApproximatedState(StateStream):
         yet (an interval no output read), so that a missing block means a lost one."""
         if self._approx is None:
             return
-        previous = time - self._slide_duration
+        previous = time - self.slide_duration
         state = self._state_rdd(previous)
         if state is None:
             return
@@ -182,7 +182,7 @@ class ApproximatedState(StateStream):
             self._id,
             spec.max_divergence,
             self._partitions,
-            self._slide_duration.ms,
+            self.slide_duration.ms,
             spec.divergence,
             CopyStore(self._files, copy_root(self._root, self._key)),
             restores,
@@ -317,7 +317,7 @@ class StateDStream(ApproximatedState):
         self._internal: dict[Time, RDD[Any]] = {}
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self._slide_duration) + self._replay_span()
+        return (self._remember_duration or self.slide_duration) + self._replay_span()
 
     def _persist_level(self) -> Any:
         # Under approximateRecovery users get a view (not cached) of the cached state.
@@ -413,12 +413,12 @@ class StateDStream(ApproximatedState):
         return union.mapPartitionsWithIndex(merge_partition, True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
-        before = self._schedule.at((time - self._slide_duration).ms)
+        before = self._schedule.at((time - self.slide_duration).ms)
         if self._approx is not None:
             # The previous state's blocks as the executors hold them, not its lineage.
             from dstream.streams.surviving import surviving
 
-            previous = surviving(self._internal[time - self._slide_duration])
+            previous = surviving(self._internal[time - self.slide_duration])
         return self._merge(time, [(previous, before)], [time])
 
     def _tentative_step(
@@ -434,7 +434,7 @@ class StateDStream(ApproximatedState):
     def _tentative_loss(self, time: Time, chain: StateChain) -> Loss:
         # Every interval since the start is in the state: a lost partition read back from
         # the checkpoint lacks the intervals after it, up to the last exact state.
-        slide = self._slide_duration.ms
+        slide = self.slide_duration.ms
         rates, lost = [], []
         for p in range(self._schedule.at(time.ms)):
             held = self._ledger.since(p, None, time.ms, slide)
@@ -493,7 +493,7 @@ class TrackDStream(ApproximatedState):
         self._digests: dict[int, list[str]] = {}
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self._slide_duration) + self._replay_span()
+        return (self._remember_duration or self.slide_duration) + self._replay_span()
 
     def _snapshots(self, base_ms: int) -> list[SnapshotRef]:
         """The snapshots of the checkpoint at ``base_ms``, with the digests their writer
@@ -543,7 +543,7 @@ class TrackDStream(ApproximatedState):
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         if self._approx is None:
-            return self._fold(previous, self._built_on.get(time - self._slide_duration), [time])
+            return self._fold(previous, self._built_on.get(time - self.slide_duration), [time])
         # The previous deltas as the executors hold them, not their lineage; each task moves
         # its delta onto the newest snapshot itself (fold_approximate), folding nothing again.
         from dstream.streams.surviving import surviving
@@ -594,7 +594,7 @@ class TrackView(DStreamCore[Any]):
     _loss_rule = "narrow"
 
     def __init__(self, state: TrackDStream) -> None:
-        super().__init__(state._graph, [state], name="track")
+        super().__init__(state.graph, [state], name="track")
         self._state_stream = state
         self._checkpoint_target = state
 

@@ -55,7 +55,7 @@ class OutputDStream(DStreamCore[Any]):
         tentative_fn: Callable[[Time, RDD[Any]], None] | None = None,
         priority: int = 1,
     ) -> None:
-        super().__init__(parent._graph, [parent], name=name, user_functions=user_functions)
+        super().__init__(parent.graph, [parent], name=name, user_functions=user_functions)
         self._fn = fn
         # Tentative results while a loss is recovered (dstream.scheduler.tentative): None
         # follows StreamingSettings.tentative_outputs. tentative_fn delivers one (None: this

@@ -52,8 +52,8 @@ log = logging.getLogger(__name__)
 
 
 class StateStream(DStreamCore[Any]):
-    _is_state = True
-    _needs_storage = True
+    is_state = True
+    needs_storage = True
 
     def __init__(
         self,
@@ -63,7 +63,7 @@ class StateStream(DStreamCore[Any]):
         num_partitions: int,
         user_functions: Iterable[UserFunction] = (),
     ) -> None:
-        super().__init__(parents[0]._graph, parents, name=name, user_functions=user_functions)
+        super().__init__(parents[0].graph, parents, name=name, user_functions=user_functions)
         # The partition count of each interval's state (rescale() adds steps).
         self._schedule = PartitionSchedule(num_partitions)
         self._storage_level = STATE
@@ -182,10 +182,10 @@ class StateStream(DStreamCore[Any]):
             newest = max(self._generated, default=self._zero_time)
             if self._completed_ms is not None:
                 newest = max(newest, Time(self._completed_ms))
-            start = newest + self._slide_duration
+            start = newest + self.slide_duration
             self._schedule.add(start.ms, count)
         log.info("%s: %d partitions from interval %s", self.label, count, start)
-        self._warm_up(self._schedule.at((start - self._slide_duration).ms), count)
+        self._warm_up(self._schedule.at((start - self.slide_duration).ms), count)
         return start
 
     def _warm_up(self, old: int, new: int) -> None:
@@ -215,7 +215,7 @@ class StateStream(DStreamCore[Any]):
     def _set_strategy(self, kind: object, every: object, copies: object) -> None:
         self._strategy = strategy_for(
             kind,
-            slide=self._slide_duration,
+            slide=self.slide_duration,
             window=self._window,
             unbounded=self._unbounded,
             label=self.label,
@@ -264,7 +264,7 @@ class StateStream(DStreamCore[Any]):
         every = self._checkpoint_every
         if every is None:
             assert self._window is not None
-            return self._window + self._slide_duration
+            return self._window + self.slide_duration
         return every * 3
 
     def _persist_level(self) -> StorageLevel | None:
@@ -290,7 +290,7 @@ class StateStream(DStreamCore[Any]):
         if self._wanted_partitions is not None:
             self._schedule.restart_with(time.ms, self._wanted_partitions)
             self._wanted_partitions = None
-        previous_time = time - self._slide_duration
+        previous_time = time - self.slide_duration
         # Only a remembered previous state is stepped from: computing it afresh would rebuild
         # every older state in turn. Without it (first interval, after a restart, or if it
         # was forgotten) the state is rebuilt from the last checkpoint.
@@ -330,7 +330,7 @@ class StateStream(DStreamCore[Any]):
         the start) folds in, or None if the input of one of them is no longer available."""
         assert self._zero_time is not None
         since = self._zero_time if base_ms is None else Time(base_ms)
-        slide = self._slide_duration.ms
+        slide = self.slide_duration.ms
         times = [Time(ms) for ms in range(since.ms + slide, time.ms + 1, slide)]
         return times if self._available(self._parents[0], times, time) else None
 
@@ -478,7 +478,7 @@ class StateStream(DStreamCore[Any]):
             base = self._built_on.get(time)
             published = self._published_ms
         since = base if base is not None else (self._zero_time.ms if self._zero_time else None)
-        depth = None if since is None else (time.ms - since) // self._slide_duration.ms
+        depth = None if since is None else (time.ms - since) // self.slide_duration.ms
         return {
             "name": self._user_name or self.label,
             "operator": self.label,
@@ -511,7 +511,7 @@ class StateStream(DStreamCore[Any]):
         from dstream.streams.surviving import surviving
 
         chain = tentative.chains[self._id]
-        slide = self._slide_duration
+        slide = self.slide_duration
         newest = chain.newest
         if chain.recovered and (newest is None or newest[0] <= chain.exact_time or chain.missing):
             # The lost partitions are cached again: the exact state, and the intervals since.
@@ -556,7 +556,7 @@ class StateStream(DStreamCore[Any]):
     # ---- what the metadata journal records -----------------------------------------------
     def _shape(self) -> dict[str, Any]:
         """What a restored checkpoint must agree with to be reused by changed code."""
-        shape = {"kind": type(self).__name__, "slide_ms": self._slide_duration.ms}
+        shape = {"kind": type(self).__name__, "slide_ms": self.slide_duration.ms}
         if self._fixed_partitions is not None:  # an elastic state's count is journaled
             shape["partitions"] = self._partitions
         return shape

@@ -38,12 +38,12 @@ class TransformedDStream(DStreamCore[Any]):
         user_functions: Iterable[UserFunction] = (),
         driver_function: bool = False,
     ) -> None:
-        super().__init__(parents[0]._graph, parents, name=name, user_functions=user_functions)
+        super().__init__(parents[0].graph, parents, name=name, user_functions=user_functions)
         for parent in parents[1:]:
-            if parent._slide_duration != parents[0]._slide_duration:
+            if parent.slide_duration != parents[0].slide_duration:
                 raise ValueError(
-                    f"{name}() combines streams that slide every {parents[0]._slide_duration} "
-                    f"and every {parent._slide_duration}; window them to the same slide first"
+                    f"{name}() combines streams that slide every {parents[0].slide_duration} "
+                    f"and every {parent.slide_duration}; window them to the same slide first"
                 )
         self._fn = fn
         # A user function called here, on the driver (transform, transformWith): its errors
@@ -117,7 +117,7 @@ class RecordsDStream(DStreamCore[Any]):
         self, parent: DStreamCore[Any], kind: str, uf: UserFunction, preserves: bool
     ) -> None:
         assert kind in self.KINDS, kind
-        super().__init__(parent._graph, [parent], name=kind, user_functions=[uf])
+        super().__init__(parent.graph, [parent], name=kind, user_functions=[uf])
         self._kind = kind
         self._uf = uf
         # mapValues and filter keep keys where they are; map and flatMap when told so.
@@ -145,8 +145,8 @@ class UnionDStream(DStreamCore[Any]):
     def __init__(self, parents: Sequence[DStreamCore[Any]], *, name: str = "union") -> None:
         if not parents:
             raise ValueError("union() needs at least one stream; pass the streams to combine")
-        super().__init__(parents[0]._graph, parents, name=name)
-        slides = {p._slide_duration for p in parents}
+        super().__init__(parents[0].graph, parents, name=name)
+        slides = {p.slide_duration for p in parents}
         if len(slides) > 1:
             raise ValueError(
                 f"union() combines streams with different slide durations "

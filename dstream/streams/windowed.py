@@ -45,13 +45,13 @@ class WindowedDStream(DStreamCore[Any]):
     interval's records are computed once however many windows they fall in."""
 
     def __init__(self, parent: DStreamCore[Any], spec: WindowSpec, *, name: str = "window") -> None:
-        super().__init__(parent._graph, [parent], name=name)
+        super().__init__(parent.graph, [parent], name=name)
         self._spec = spec
-        if parent._storage_level is None:
-            parent._storage_level = STATE
+        if parent.storage_level is None:
+            parent.set_storage_level(STATE)
 
     @property
-    def _slide_duration(self) -> Duration:
+    def slide_duration(self) -> Duration:
         return self._spec.slide
 
     def _parent_remember_duration(self) -> Duration | None:
@@ -121,7 +121,7 @@ class ReducedWindowedDStream(StateStream):
         self._shuffled: dict[Time, RDD[Any]] = {}
 
     @property
-    def _slide_duration(self) -> Duration:
+    def slide_duration(self) -> Duration:
         return self._spec.slide
 
     @property

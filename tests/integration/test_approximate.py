@@ -88,7 +88,7 @@ class Program:
         self.clock = clock
         if engine_of(self.ssc).restored_from is not None:  # the outputs are not journaled
             node = self.node
-            node._graph.outputs[0]._fn = self._collect
+            node.graph.outputs[0]._fn = self._collect
 
     def _setup(self, sc: Any, root: Path, theta: float, clock: ManualClock) -> StreamingContext:
         ssc = StreamingContext(sc, Duration(B), clock=clock)

@@ -181,7 +181,7 @@ def test_rescale_is_refused_where_partitions_are_fixed(harness: Any) -> None:
     with pytest.raises(ValueError, match="must be a positive int"):
         totals.rescale(0)
     assert totals.rescale(6) is None  # before start: the count it starts with
-    state = totals._node._checkpoint_target or totals._node
+    state = totals._node.checkpoint_target or totals._node
     assert state._partitions == 6 and state._schedule.steps() == [(0, 6)]
 
 
@@ -191,7 +191,7 @@ def test_a_journal_from_before_states_rescaled_restores_with_its_count(harness: 
     h = harness()
     pairs = h.ssc.rateStream(10, numPartitions=1, seed=3).map(lambda line: (line[:1], 1))
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 6)
-    state = totals._node._checkpoint_target or totals._node
+    state = totals._node.checkpoint_target or totals._node
     old_shape = {"kind": "StateDStream", "partitions": 4, "slide_ms": 1000}
     state._restore_state({"shape": old_shape, "key": "7", "checkpoint_ms": 2000})
     assert state._schedule.steps() == [(0, 4)] and state._wanted_partitions == 6

@@ -44,7 +44,7 @@ def windows_program(h: Harness, root: Path, **every: Any) -> dict[str, Any]:
         seen[kind] = {
             "out": {},
             "rdd": None,
-            "stream": counts._node._checkpoint_target or counts._node,
+            "stream": counts._node.checkpoint_target or counts._node,
         }
 
         def keep(t: Any, rdd: Any, kind: str = kind) -> None:
@@ -119,7 +119,7 @@ def test_auto_decides_from_the_first_checkpoint_it_measures(
     out: dict[int, Any] = {}
     pairs.foreachRDD(lambda t, rdd: inputs.__setitem__(t.ms, Counter(rdd.keys().collect())))
     counts.foreachRDD(lambda t, rdd: out.__setitem__(t.ms, sorted(rdd.collect())))
-    state = counts._node._checkpoint_target
+    state = counts._node.checkpoint_target
     assert isinstance(state, StateStream)
     h.ssc.start()
     h.run_batches(3)

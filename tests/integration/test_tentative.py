@@ -107,7 +107,7 @@ def test_a_lost_partition_gives_a_tentative_result_then_the_exact_one(
             assert ssc.wait_for_batch(Time(T0 + i * B), 60)
         engine = engine_of(ssc)
         engine.checkpointer.wait_idle(60)
-        states = {type(s): s for s in engine.graph.streams if s._is_state}
+        states = {type(s): s for s in engine.graph.streams if s.is_state}
         assert {s._published_ms for s in states.values()} == {T0 + 4 * B}
         six = Time(T0 + 6 * B)
         # Which words partition 0 holds (the workers' string hashing, not this process's).
