@@ -93,7 +93,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
 
     def output(t: Time, rdd: Any) -> None:
         values[t.ms] = rdd.collect()
-        blocks[t.ms] = [b["seq"] for b in node._input_metadata(t)["blocks"]]
+        blocks[t.ms] = [b["seq"] for b in node.input_metadata(t)["blocks"]]
 
     stream.foreachRDD(output)
     killed: list[str] = []

@@ -182,7 +182,7 @@ class CommonOps(Generic[T]):
     def remember(self, duration: object) -> DStream[T]:
         """Keep this stream's RDDs for at least ``duration`` (for ``slice`` and shell queries)."""
         self._node.graph.check_can_add("remember")
-        self._node._remember(to_duration(duration, "remember duration"))
+        self._node.remember(to_duration(duration, "remember duration"))
         return self  # type: ignore[return-value]
 
     def slice(self, begin: object, end: object) -> list[RDD[T]]:
@@ -201,7 +201,7 @@ class CommonOps(Generic[T]):
                 f"slice() on {node.label} before ssc.start(): no interval exists yet"
             )
         slide, zero = node.slide_duration, node.zero_time
-        times = node._remembered_between(b.floor(slide, zero), e.floor(slide, zero))
+        times = node.remembered_between(b.floor(slide, zero), e.floor(slide, zero))
         return [self._slice_view(t) for t in times]
 
     def _when(self, value: object, what: str) -> Time:

@@ -137,15 +137,15 @@ class OutputOps(StateOps[T]):
             info = {"time_ms": time.ms, "fidelity": getattr(rdd, "fidelity", None)}
             write_tentative(filesystem_for(path, rdd.context), path, rdd.saveAsTextFile, info)
 
-        output = _output(
+        _output(
             self,
             save,
             name="saveAsTextFiles",
             tentative=tentative,
             tentative_fn=save_tentative,
             priority=priority,
+            text_target=(prefix, suffix),
         )
-        output._text_target = (prefix, suffix)
 
     def save(self, sink: Callable[..., None], name: str | None = None) -> None:
         """Write every interval to an external system, exactly once.

@@ -52,23 +52,23 @@ class QueryOps(CommonOps[T]):
         """The RDD of the newest completed interval of this stream."""
         node = self._node
         with node._lock:  # the graph's: the newest interval cannot be forgotten meanwhile
-            return node._pinned(node._latest_time())
+            return node.pinned(node.latest_time())
 
     def at(self, time: object) -> RDD[T]:
         """The RDD of the interval ``time`` falls in: a :class:`Time`, a datetime, epoch
         seconds, or what a person types (``"21:00:30"``, ``"-5m"``, see
         :mod:`dstream.timetext`)."""
         node = self._node
-        latest = node._latest_time()
+        latest = node.latest_time()
         t = self._when(time, "at() time")
-        assert node.zero_time is not None  # _latest_time checked that the stream started
+        assert node.zero_time is not None  # latest_time() checked that the stream started
         aligned = _ceil(t, node.slide_duration.ms, node.zero_time.ms)
         if aligned > latest:
             raise ValueError(
                 f"at({time!r}): interval {aligned} of {node.label} has not completed yet; the "
                 f"newest completed interval is {latest}"
             )
-        return node._pinned(aligned)
+        return node.pinned(aligned)
 
     def _when(self, value: object, what: str) -> Time:
         """``value`` as ``at`` and ``slice`` read it: "now" and "-5m" count back from the
@@ -79,7 +79,7 @@ class QueryOps(CommonOps[T]):
         return parse_when(value, now, what, relative_to=done)
 
     def _slice_view(self, time: Time) -> RDD[T]:
-        return self._node._pinned(time)  # each RDD of a slice holds its interval, as at()'s
+        return self._node.pinned(time)  # each RDD of a slice holds its interval, as at()'s
 
     # ---- state --------------------------------------------------------------------------------
     def snapshot(self) -> RDD[T]:

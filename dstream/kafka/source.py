@@ -82,7 +82,7 @@ class SourceOptions:
 class KafkaInputDStream(InputDStream):
     # Every interval's ranges are on record (and in the metadata journal), and Kafka keeps
     # the records until retention deletes them.
-    _durable = True
+    durable = True
 
     def __init__(
         self,
@@ -138,7 +138,7 @@ class KafkaInputDStream(InputDStream):
             self._offsets = KafkaOffsets(self._params)
         return self._offsets
 
-    def _validate(self) -> None:
+    def validate(self) -> None:
         """Check that the topics exist and fix where the stream starts: "latest" means the
         log ends as of ``ssc.start()`` (a restored stream keeps its journaled positions)."""
         with self._state_lock:
@@ -258,7 +258,7 @@ class KafkaInputDStream(InputDStream):
 
         return generated_partitions(sc, len(specs), read_piece)
 
-    def _input_metadata(self, time: Time) -> dict[str, Any]:
+    def input_metadata(self, time: Time) -> dict[str, Any]:
         with self._state_lock:
             ranges = list(self._ranges.get(time, ()))
             notes = list(self._notes.get(time, ()))
@@ -280,7 +280,7 @@ class KafkaInputDStream(InputDStream):
             self._client().commit(ranges)
 
     # ---- the metadata journal --------------------------------------------------------------
-    def _journal_state(self) -> dict[str, Any] | None:
+    def journal_state(self) -> dict[str, Any] | None:
         with self._state_lock:
             return {
                 "topics": list(self._topics),
@@ -292,7 +292,7 @@ class KafkaInputDStream(InputDStream):
                 "planned_until": None if self._planned_until is None else self._planned_until.ms,
             }
 
-    def _restore_state(self, state: dict[str, Any]) -> None:
+    def restore_state(self, state: dict[str, Any]) -> None:
         wanted = set(self._topics)
         dropped = sorted(set(state["topics"]) - wanted)
         if dropped:

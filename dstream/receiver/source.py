@@ -95,7 +95,7 @@ class ReceiverInputDStream(InputDStream):
     # It can produce a past interval again: one it remembers (its blocks are still stored)
     # and, after a restart, one on record in the journal (its blocks are sent again, or
     # were committed: see BlockRegistry.take). _read refuses any other.
-    _durable = True
+    durable = True
 
     def __init__(
         self,
@@ -139,7 +139,7 @@ class ReceiverInputDStream(InputDStream):
         self._held_by: str | None = None  # the state whose checkpoint holds commits back
 
     # ---- lifecycle ----
-    def _start(self) -> None:
+    def start(self) -> None:
         self._stopping.clear()
         if self._placement == "executors":
             self._start_on_executors()
@@ -256,9 +256,9 @@ class ReceiverInputDStream(InputDStream):
         """index -> (executor id, address) of each receiver on an executor now listening."""
         return {} if self._remote is None else self._remote.receivers()
 
-    def _set_rate_limit(self, rate: float | None) -> None:
+    def set_rate_limit(self, rate: float | None) -> None:
         with self._blocks.lock:
-            super()._set_rate_limit(rate)
+            super().set_rate_limit(rate)
         self._blocks.room_changed()  # a higher limit: room again
 
     def _store(self, blocks: list[tuple[str, int, list[Any]]]) -> list[StoredBlock]:
@@ -292,7 +292,7 @@ class ReceiverInputDStream(InputDStream):
         self._record_count(time, sum(b.count for b in blocks))
         return interval_rdd(self._graph.sc, blocks)
 
-    def _input_metadata(self, time: Time) -> dict[str, Any]:
+    def input_metadata(self, time: Time) -> dict[str, Any]:
         blocks = self._blocks.blocks_of(time)
         return {
             "blocks": [
@@ -335,10 +335,10 @@ class ReceiverInputDStream(InputDStream):
         drop_blocks(self._graph.sc, self._blocks.forget_through(forget))
 
     # ---- the metadata journal ----
-    def _journal_state(self) -> dict[str, Any] | None:
+    def journal_state(self) -> dict[str, Any] | None:
         return self._blocks.journal_state()
 
-    def _restore_state(self, state: dict[str, Any]) -> None:
+    def restore_state(self, state: dict[str, Any]) -> None:
         self._blocks.restore(state)
 
     # ---- for listeners and tests ----
@@ -356,7 +356,7 @@ class ReceiverInputDStream(InputDStream):
             last_error_time_ms=self._graph.clock.now().ms if message else -1,
         )
 
-    def _description(self) -> str:
+    def description(self) -> str:
         return f"{self._operator}[{', '.join(f'{h}:{p}' for h, p in self._bound or self._wanted)}]"
 
     def _wait_for_pending(self, blocks: int, timeout_s: float) -> bool:

@@ -146,7 +146,7 @@ class BatchCoordinator:
         states: dict[int, dict[str, Any]] = {}
         refs = {}
         for stream in graph.streams:
-            state = stream._journal_state()
+            state = stream.journal_state()
             if state is not None:
                 states[stream.id] = state
                 if state.get("checkpoint_ms") is not None:

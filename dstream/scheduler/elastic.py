@@ -234,7 +234,7 @@ class ElasticController(StreamingListener):
                     info.scheduling_delay_ms or 0,
                 )
                 if rate is not None:
-                    source._set_rate_limit(rate)
+                    source.set_rate_limit(rate)
             if self._rule is None or self._monitor is None or info.failed:
                 return
             now_ms = info.batch_time.ms

@@ -189,7 +189,7 @@ class Engine:
             if any(s.needs_storage for s in graph.streams):
                 root = self._storage_root()
                 for stream in graph.streams:
-                    stream._prepare_storage(root)
+                    stream.prepare_storage(root)
             now = self.clock.now()
             if self.restored_from is not None:
                 zero, first = resume_time(self.restored_from)
@@ -243,7 +243,7 @@ class Engine:
         self.bus.start()
         self.bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
         for source in graph.inputs:
-            source._start()
+            source.start()
         if self.restored_from is None:
             self.coordinator.program_started()
         self.scheduler = scheduler
@@ -349,7 +349,7 @@ class Engine:
         if backpressure and conf.get("spark.streaming.backpressure.initialRate") is not None:
             initial = conf_number(conf, "spark.streaming.backpressure.initialRate", 1.0)
             for source in self.graph.inputs:
-                source._set_rate_limit(initial)
+                source.set_rate_limit(initial)
         controller = ElasticController(
             self.graph,
             self.monitor,
@@ -365,7 +365,7 @@ class Engine:
         """Tentative results and the replica budget (dstream.scheduler.tentative), when an
         output gives tentative results or replica_budget_mb is set."""
         graph = self.graph
-        wanted = any(o._gives_tentative for o in graph.outputs)
+        wanted = any(o.gives_tentative for o in graph.outputs)
         if not wanted and self.settings.replica_budget_mb <= 0:
             return
         what = "tentative outputs" if wanted else "settings.replica_budget_mb"
@@ -390,7 +390,7 @@ class Engine:
         if limit is None:
             return
         for stream in self.graph.streams:
-            needed = stream._history_needed()
+            needed = stream.history_needed()
             if needed is not None and limit <= needed[0]:
                 raise ValueError(
                     f"settings.max_history {limit} must be longer than the {needed[1]} "
@@ -488,7 +488,7 @@ class Engine:
         past interval again: those intervals are run before the stop)."""
         if self.checkpoint_dir is None:
             return None
-        if not all(source._durable for source in self.graph.inputs):
+        if not all(source.durable for source in self.graph.inputs):
             return None
         return (
             "their input is still at its sources, and a driver restarted from "

@@ -61,18 +61,18 @@ def progress_record(engine: Engine, info: BatchInfo) -> dict[str, Any]:
     for source in engine.graph.inputs:
         rows = info.input_records.get(source.id, 0)
         entry: dict[str, Any] = {
-            "description": source._description(),
+            "description": source.description(),
             "numInputRows": rows,
             "inputRowsPerSecond": _rate(rows, interval_ms),
         }
         entry.update({k: v for k, v in info.input_metadata.get(source.id, {}).items()
                       if k != "Description"})  # fmt: skip
-        if source._rate_limit is not None:  # backpressure: records/s it may read next
-            entry["rateLimit"] = round(source._rate_limit, 1)
+        if source.rate_limit is not None:  # backpressure: records/s it may read next
+            entry["rateLimit"] = round(source.rate_limit, 1)
         sources.append(entry)
     sizes = _cached_sizes(engine.sc)
     states = [
-        s._progress(info.batch_time, sizes)
+        s.progress(info.batch_time, sizes)
         for s in engine.graph.streams
         if isinstance(s, StateStream)
     ]

@@ -195,7 +195,7 @@ def restore_into(engine: Engine, record: JournalRecord, rebuild_graph: bool) -> 
     for old_id, state in record.streams.items():
         target = by_old_id.get(old_id)
         if target is not None:
-            target._restore_state(state)
+            target.restore_state(state)
     engine.restored_from = record
     log.info(
         "restored from the metadata journal: completed up to %s ms, %d pending intervals",

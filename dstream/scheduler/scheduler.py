@@ -538,8 +538,8 @@ class JobScheduler:
     def _complete(self, batch: _Batch, at_ms: int | None = None) -> None:
         began = _time.perf_counter()
         now = self._clock.now().ms if at_ms is None else at_ms
-        records = {s.id: s._take_record_count(batch.time) for s in self._graph.inputs}
-        metadata = {s.id: m for s in self._graph.inputs if (m := s._input_metadata(batch.time))}
+        records = {s.id: s.take_record_count(batch.time) for s in self._graph.inputs}
+        metadata = {s.id: m for s in self._graph.inputs if (m := s.input_metadata(batch.time))}
         batch.info = replace(
             batch.info,
             processing_start_ms=batch.info.processing_start_ms or now,

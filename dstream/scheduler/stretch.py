@@ -152,10 +152,10 @@ def _local(path: str, graph: DStreamGraph) -> bool:
 
 
 def _lineage(output: OutputDStream, batch: Duration) -> Stretchable | str:
-    target = output._text_target
+    target = output.text_target
     if target is None:
         return f"{output.label} is not a saveAsTextFiles output"
-    if output._gives_tentative:
+    if output.gives_tentative:
         return f"{output.label} gives tentative results"
     prefix, suffix = target
     node = output.parents[0]
@@ -259,7 +259,7 @@ class ReplayStretch:
 
     def __init__(self, graph: DStreamGraph, forms: list[Stretchable], last: Time, most: int):
         self._graph = graph
-        self._forms = {f.output._output_index: f for f in forms}
+        self._forms = {f.output.output_index: f for f in forms}
         self._sources = list(dict.fromkeys(f.source for f in forms))
         self._last = last
         self._most = most
@@ -317,14 +317,14 @@ class ReplayStretch:
         stretch = self._covering.get(time)
         if stretch is None:
             return None
-        form = self._forms[output._output_index]
+        form = self._forms[output.output_index]
         return Job(
-            time, output._output_index, output.label, lambda: self._commit(form, stretch, time)
+            time, output.output_index, output.label, lambda: self._commit(form, stretch, time)
         )
 
     # ---- on the job threads ---------------------------------------------------------------------
     def _commit(self, form: Stretchable, stretch: _Stretch, time: Time) -> None:
-        index = form.output._output_index
+        index = form.output.output_index
         path = interval_path(form.prefix, form.suffix, time.ms)
         fs = filesystem_for(path, self._graph.sc)
         with stretch.lock:
@@ -354,7 +354,7 @@ class ReplayStretch:
         parent = parent or "."
         fs = filesystem_for(form.prefix, self._graph.sc)
         mark = f".{name}{STAGING_MARK}"
-        index = form.output._output_index
+        index = form.output.output_index
         if index not in self._cleared and fs.exists(parent):  # what a dead driver left
             for entry in fs.list_names(parent):
                 if entry.startswith(mark):
@@ -376,7 +376,7 @@ class ReplayStretch:
         if not todo:
             return staged
         root = self._staging_root(form)
-        stretch.roots[form.output._output_index] = root
+        stretch.roots[form.output.output_index] = root
         for t in todo:
             fs.mkdirs(f"{root}/{t.ms}")
             staged[t] = f"{root}/{t.ms}"

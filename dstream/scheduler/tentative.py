@@ -111,7 +111,7 @@ class TentativeController:
         from dstream.streams.surviving import ensure_pool
 
         self._scheduler = scheduler
-        if any(o._gives_tentative for o in self._graph.outputs):
+        if any(o.gives_tentative for o in self._graph.outputs):
             self._graph.tentative.active = True
             self._fair = ensure_pool(self._sc, TENTATIVE_POOL, 10, 1)
             ensure_pool(self._sc, EXACT_POOL, 1, 0)
@@ -172,7 +172,7 @@ class TentativeController:
         return seen
 
     def _tentative_outputs(self) -> list[OutputDStream]:
-        return [o for o in self._graph.outputs if o._gives_tentative]
+        return [o for o in self._graph.outputs if o.gives_tentative]
 
     def _capable(self, state: StateStream) -> bool:
         """States a tentative pass can compute (lineage-recovered keyed states and windows)."""
@@ -190,7 +190,7 @@ class TentativeController:
         from dstream.streams.surviving import copies
 
         try:
-            exact_time = state._latest_time()
+            exact_time = state.latest_time()
         except Exception:
             return None  # no interval completed yet
         rdd = state._state_rdd(exact_time)
@@ -300,7 +300,7 @@ class TentativeController:
             for state in self._states():
                 if state.id not in affected:
                     continue
-                exact_time, lost = found.get(state.id) or (state._latest_time(), frozenset())
+                exact_time, lost = found.get(state.id) or (state.latest_time(), frozenset())
                 chains[state.id] = StateChain(
                     exact_time, lost, state._published_ms, {p: [] for p in lost}
                 )
@@ -398,21 +398,20 @@ class TentativeController:
         for out, rdd, fidelity, lost in prepared:
             view = _marked(rdd, time, fidelity)
             try:
-                assert out._tentative_fn is not None
-                out._tentative_fn(time, view)
+                out.deliver_tentative(time, view)
             except Exception as exc:
                 log.warning("tentative result of %s at %s failed: %s", out.label, time, exc)
                 continue
             now = self._clock.now().ms
             info = TentativeOutputInfo(
                 time,
-                out._output_index,
+                out.output_index,
                 out.label,
                 fidelity,
                 lost,
                 int(_time.time() * 1000),
                 now - time.ms,
-                out._priority,
+                out.priority,
             )
             self.delivered = [*self.delivered[-999:], info]
             self._bus.post("onTentativeOutput", info)
@@ -450,7 +449,7 @@ class TentativeController:
     def _end_episode(self) -> None:
         with self._graph.lock:
             for stream, t in self._pins:
-                stream._unpin(t)
+                stream.unpin(t)
             self._pins = []
             for chain in self._chains.values():
                 if chain.newest is not None:
@@ -463,7 +462,7 @@ class TentativeController:
         """Each state's weight: the priorities of the tentative outputs it reaches."""
         weights: dict[int, float] = {}
         for out in self._tentative_outputs():
-            priority = out._priority if self._settings.replica_priorities else 1
+            priority = out.priority if self._settings.replica_priorities else 1
             for stream in _ancestors(out):
                 if stream.is_state:
                     weights[stream.id] = weights.get(stream.id, 0.0) + priority
@@ -478,7 +477,7 @@ class TentativeController:
             if state.id not in weights:
                 continue
             try:
-                newest = state._latest_time()
+                newest = state.latest_time()
             except Exception:
                 continue
             rdd = state._state_rdd(newest)

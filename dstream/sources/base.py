@@ -75,7 +75,7 @@ class InputDStream(DStreamCore[Any]):
     _records_are_batches: bool = False
     # A durable source can produce any past interval again (files on record, the rate
     # source's seeds); others (a queue, a socket) only the intervals they still remember.
-    _durable: bool = False
+    durable: bool = False
 
     def __init__(
         self, graph: DStreamGraph, *, name: str, user_functions: Iterable[UserFunction] = ()
@@ -141,20 +141,25 @@ class InputDStream(DStreamCore[Any]):
         """The RDD of the interval ending at ``time``."""
         raise NotImplementedError
 
-    def _start(self) -> None:
+    def start(self) -> None:
         """Called by ``ssc.start()``, before the first interval (receivers connect here)."""
 
     def _stop(self) -> None:
         """Called by ``ssc.stop()``."""
 
-    def _validate(self) -> None:
+    def validate(self) -> None:
         """Check the source is usable; called by ``ssc.start()``."""
 
-    def _description(self) -> str:
+    def description(self) -> str:
         """What this source reads, for progress records and the UI."""
         return self._operator
 
-    def _set_rate_limit(self, rate: float | None) -> None:
+    @property
+    def rate_limit(self) -> float | None:
+        """The records/s backpressure lets this source read next (None: no limit)."""
+        return self._rate_limit
+
+    def set_rate_limit(self, rate: float | None) -> None:
         """Backpressure's new rate (records/s; None: no limit). Sources that wait for room
         override this to wake their waiters."""
         self._rate_limit = rate
@@ -180,10 +185,10 @@ class InputDStream(DStreamCore[Any]):
             return True
         if self._zero_time is None or not self._is_time_valid(time):
             return False
-        return self._durable or self._latest is None or time > self._latest
+        return self.durable or self._latest is None or time > self._latest
 
     def _compute(self, time: Time) -> RDD[Any] | None:
-        if not self._durable and self._latest is not None and time <= self._latest:
+        if not self.durable and self._latest is not None and time <= self._latest:
             raise RuntimeError(
                 f"{self.label} was asked again for interval {time}, which it no longer "
                 "remembers, and it cannot produce past data again; make the windows or "
@@ -217,12 +222,12 @@ class InputDStream(DStreamCore[Any]):
         """A source that knows how many records an interval has says so here."""
         self._known_counts[time] = count
 
-    def _input_metadata(self, time: Time) -> dict[str, Any]:
+    def input_metadata(self, time: Time) -> dict[str, Any]:
         """What the batch's ``StreamInputInfo`` says about this stream's input of ``time``
         besides its count (a file stream: the files it read)."""
         return {}
 
-    def _take_record_count(self, time: Time) -> int:
+    def take_record_count(self, time: Time) -> int:
         """Records read for ``time`` (called once, when the batch completes)."""
         known = self._known_counts.pop(time, None)
         if known is not None:

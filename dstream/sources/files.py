@@ -71,7 +71,7 @@ def check_directory(directory: object, name: str) -> None:
 
 class FileInputDStream(InputDStream):
     # The files of every interval are on record (and in the metadata journal).
-    _durable = True
+    durable = True
 
     def __init__(
         self,
@@ -117,14 +117,14 @@ class FileInputDStream(InputDStream):
         self._listed_until: Time | None = None
         self._restored = False
 
-    def _validate(self) -> None:
+    def validate(self) -> None:
         if not self._fs.is_dir(self._directory):
             raise ValueError(
                 f"{self._operator}() directory {self._directory} does not exist or is not a "
                 "directory; create it before starting the StreamingContext"
             )
 
-    def _start(self) -> None:
+    def start(self) -> None:
         # With newFilesOnly, what is in the directory at start and modified before it is
         # not new (after a restart the records say what was read instead).
         if self._restored or not self._new_files_only:
@@ -139,7 +139,7 @@ class FileInputDStream(InputDStream):
         want = self._graph.settings.file_remember
         return batch * max(1, -(-want.ms // batch.ms))
 
-    def _description(self) -> str:
+    def description(self) -> str:
         return f"{self._operator}[{self._directory}]"
 
     def _list(self) -> list[FileInfo]:
@@ -243,7 +243,7 @@ class FileInputDStream(InputDStream):
         self._listed_until = time if self._listed_until is None else max(time, self._listed_until)
         return paths
 
-    def _input_metadata(self, time: Time) -> dict[str, Any]:
+    def input_metadata(self, time: Time) -> dict[str, Any]:
         files = list(self._batch_files.get(time, ()))
         skipped = self._batch_skipped.get(time, [])
         return {
@@ -253,14 +253,14 @@ class FileInputDStream(InputDStream):
             "skipped_count": len(skipped),
         }
 
-    def _journal_state(self) -> dict[str, Any] | None:
+    def journal_state(self) -> dict[str, Any] | None:
         return {
             "directory": self._directory,
             "_batch_files": {t.ms: list(paths) for t, paths in self._batch_files.items()},
             "listed_until_ms": None if self._listed_until is None else self._listed_until.ms,
         }
 
-    def _restore_state(self, state: dict[str, Any]) -> None:
+    def restore_state(self, state: dict[str, Any]) -> None:
         if state.get("directory") != self._directory:
             raise ValueError(
                 f"{self.label} watches {self._directory} but the checkpoint was taken watching "

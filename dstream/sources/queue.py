@@ -60,7 +60,7 @@ class QueueInputDStream(InputDStream):
         records = list(item)
         return self._graph.sc.parallelize(records), len(records)
 
-    def _validate(self) -> None:
+    def validate(self) -> None:
         if getattr(self, "_restored", False) and self._graph.runtime.restored_from is not None:
             raise ValueError(
                 f"{self.label} cannot be recovered after a driver failure: its RDDs lived in "

@@ -39,7 +39,7 @@ def partition_lines(
 
 class RateInputDStream(InputDStream):
     _counts_in_tasks = False
-    _durable = True
+    durable = True
 
     def __init__(
         self,
@@ -66,7 +66,7 @@ class RateInputDStream(InputDStream):
         self._seed = seed
         self._record_bytes = record_bytes
 
-    def _description(self) -> str:
+    def description(self) -> str:
         return f"{self._operator}[{self._records_per_second}/s]"
 
     def _read(self, time: Time) -> RDD[str]:

@@ -90,7 +90,7 @@ class SocketInputDStream(InputDStream):
         return f"{self._hostname}:{self._port}"
 
     # ---- lifecycle --------------------------------------------------------------------------
-    def _start(self) -> None:
+    def start(self) -> None:
         self._stopping.clear()
         conf = self._graph.sc.getConf()
         self._location = conf.get("spark.driver.host") or socket.gethostname()
@@ -193,9 +193,9 @@ class SocketInputDStream(InputDStream):
         )
 
     # ---- what the engine and tests call ------------------------------------------------------
-    def _set_rate_limit(self, rate: float | None) -> None:
+    def set_rate_limit(self, rate: float | None) -> None:
         with self._buffer_lock:
-            super()._set_rate_limit(rate)
+            super().set_rate_limit(rate)
             self._buffer_lock.notify_all()  # a higher limit: room again
 
     def _wait_for_buffered(self, count: int, timeout_s: float) -> bool:
@@ -203,7 +203,7 @@ class SocketInputDStream(InputDStream):
         with self._buffer_lock:
             return self._buffer_lock.wait_for(lambda: len(self._buffer) >= count, timeout_s)
 
-    def _description(self) -> str:
+    def description(self) -> str:
         return f"{self._operator}[{self._hostname}:{self._port}]"
 
     def _read(self, time: Time) -> RDD[Any]:

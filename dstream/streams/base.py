@@ -201,11 +201,11 @@ class DStreamCore(Generic[T]):
             return self._generated.get(time)
 
     # ---- what the metadata journal keeps of a stream, every interval --------------------------
-    def _journal_state(self) -> dict[str, Any] | None:
+    def journal_state(self) -> dict[str, Any] | None:
         """What a restarted driver needs of this stream beyond its definition (None: nothing)."""
         return None
 
-    def _restore_state(self, state: dict[str, Any]) -> None:
+    def restore_state(self, state: dict[str, Any]) -> None:
         """Take back what :meth:`journal_state` saved."""
 
     # ---- what an operator declares -------------------------------------------------------
@@ -248,18 +248,18 @@ class DStreamCore(Generic[T]):
                 f"{zero_time}; a stream cannot be shared by two running contexts"
             )
         self._zero_time = zero_time
-        self._remember(self.slide_duration)
+        self.remember(self.slide_duration)
         for parent in self._parents:
             parent._initialize(zero_time)
 
-    def _remember(self, duration: Duration | None) -> None:
+    def remember(self, duration: Duration | None) -> None:
         if duration is not None and (
             self._remember_duration is None or duration > self._remember_duration
         ):
             self._remember_duration = duration
         needed = self._parent_remember_duration()
         for parent in self._parents:
-            parent._remember(needed)
+            parent.remember(needed)
 
     def _is_time_valid(self, time: Time) -> bool:
         if self._zero_time is None:
@@ -347,7 +347,7 @@ class DStreamCore(Generic[T]):
     # ---- pins: what a live query reads stays --------------------------------------------------
     def _pin_lineage(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
         """Pin the interval ``time`` of this stream and of every stream it is computed from;
-        returns the pins, for :meth:`_unpin`."""
+        returns the pins, for :meth:`unpin`."""
         pins: list[tuple[DStreamCore[Any], Time]] = []
         todo = [(self, time)]
         with self._lock:
@@ -360,14 +360,14 @@ class DStreamCore(Generic[T]):
                 todo.extend(stream._parent_times(t))
         return pins
 
-    def _unpin(self, time: Time) -> None:
+    def unpin(self, time: Time) -> None:
         with self._lock:
             self._pins[time] -= 1
             if self._pins[time] <= 0:
                 del self._pins[time]
 
     # ---- what live queries read (dstream.api.queries) ------------------------------------------
-    def _latest_time(self) -> Time:
+    def latest_time(self) -> Time:
         """The newest completed interval of this stream (on its slide's grid)."""
         if self._zero_time is None:
             raise ContextStateError(
@@ -383,7 +383,7 @@ class DStreamCore(Generic[T]):
         slide, zero = self.slide_duration.ms, self._zero_time.ms
         return Time(zero + (done.ms - zero) // slide * slide)
 
-    def _pinned(self, time: Time) -> RDD[T]:
+    def pinned(self, time: Time) -> RDD[T]:
         """The RDD of ``time``, in a new RDD object that pins the interval while it lives."""
         from pyspark import RDD
 
@@ -412,7 +412,7 @@ class DStreamCore(Generic[T]):
             "StreamingSettings.max_history if it is set"
         )
 
-    def _remembered_between(self, first: Time, last: Time) -> list[Time]:
+    def remembered_between(self, first: Time, last: Time) -> list[Time]:
         """The intervals from ``first`` to ``last`` (on the slide's grid) still remembered."""
         result = []
         with self._lock:
@@ -430,7 +430,7 @@ class DStreamCore(Generic[T]):
     # A stream that keeps files of its own (track()'s snapshots) needs a storage directory.
     needs_storage: bool = False
 
-    def _history_needed(self) -> tuple[Duration, str] | None:
+    def history_needed(self) -> tuple[Duration, str] | None:
         """How much past input this stream's recovery reads, and what sets it (state
         streams: their checkpoint interval, or the window a replay rebuilds)."""
         return None
@@ -440,7 +440,7 @@ class DStreamCore(Generic[T]):
         slide = self.slide_duration.ms
         return Duration(max(1, -(-10_000 // slide)) * slide)
 
-    def _prepare_storage(self, root: str) -> None:
+    def prepare_storage(self, root: str) -> None:
         """Called at start with the directory this stream may keep files under."""
 
     def _on_batch_completed(self, time: Time) -> None:
@@ -460,4 +460,4 @@ class DStreamCore(Generic[T]):
 
 def _unpin_all(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
     for stream, time in pins:
-        stream._unpin(time)
+        stream.unpin(time)

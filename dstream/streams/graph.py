@@ -188,7 +188,7 @@ class DStreamGraph:
                     f"batch interval {self.batch_duration}"
                 )
         for source in self.inputs:
-            source._validate()
+            source.validate()
         for stream in self.streams:
             stream._check_settings(self.settings)
 
@@ -197,7 +197,7 @@ class DStreamGraph:
         for out in self.outputs:
             out._initialize(zero_time)
         for out in self.outputs:
-            out._remember(self._remember_duration)
+            out.remember(self._remember_duration)
 
     def remember(self, duration: Duration) -> None:
         self._remember_duration = duration
@@ -223,7 +223,7 @@ class DStreamGraph:
                 try:
                     job = out._generate_job(time)
                 except Exception as exc:
-                    job = Job(time, out._output_index, out.label, _raiser(exc))
+                    job = Job(time, out.output_index, out.label, _raiser(exc))
                 if job is not None:
                     jobs.append(job)
         if jobs and any(type(s)._before_interval is not _no_hook for s in self.streams):

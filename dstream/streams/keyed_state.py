@@ -220,7 +220,7 @@ class ApproximatedState(StateStream):
             times = [t for t in self._held if which(t)]
             self._held.difference_update(times)
         for t in times:
-            self._unpin(t)
+            self.unpin(t)
 
     def _delete_unused_checkpoints(self, keep: set[int]) -> None:
         super()._delete_unused_checkpoints(keep)
@@ -256,19 +256,19 @@ class ApproximatedState(StateStream):
                 if ms < bases[-1]:
                     fs.delete(f"{directory}/{split:05d}/{ms:013d}.{kind}")
 
-    def _journal_state(self) -> dict[str, Any] | None:
-        state = super()._journal_state()
+    def journal_state(self) -> dict[str, Any] | None:
+        state = super().journal_state()
         if self._approx is not None and state is not None:
             state["approx_restores"] = self._tracker.journal()
         return state
 
-    def _restore_state(self, state: dict[str, Any]) -> None:
-        super()._restore_state(state)
+    def restore_state(self, state: dict[str, Any]) -> None:
+        super().restore_state(state)
         if self._approx is not None:
             self._tracker.restore_journal(state.get("approx_restores") or {})
 
-    def _progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
-        entry = super()._progress(time, cached_bytes)
+    def progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
+        entry = super().progress(time, cached_bytes)
         if self._approx is not None:
             tracker = self._tracker
             entry["approximateRecovery"] = {

@@ -54,6 +54,7 @@ class OutputDStream(DStreamCore[Any]):
         tentative: bool | None = None,
         tentative_fn: Callable[[Time, RDD[Any]], None] | None = None,
         priority: int = 1,
+        text_target: tuple[str, str | None] | None = None,
     ) -> None:
         super().__init__(parent.graph, [parent], name=name, user_functions=user_functions)
         self._fn = fn
@@ -63,14 +64,38 @@ class OutputDStream(DStreamCore[Any]):
         self._tentative_wanted = tentative
         self._tentative_fn = tentative_fn
         self._priority = priority
+        if text_target is not None:
+            self._text_target = text_target
         self._output_index = self._graph.add_output(self)
 
     @property
-    def _gives_tentative(self) -> bool:
+    def output_index(self) -> int:
+        """This output's place among the program's outputs (the order their jobs run in)."""
+        return self._output_index
+
+    @property
+    def priority(self) -> int:
+        """How much this output's fidelity counts when the replica budget is spent."""
+        return self._priority
+
+    @property
+    def text_target(self) -> tuple[str, str | None] | None:
+        """saveAsTextFiles' (prefix, suffix); None for other outputs."""
+        return self._text_target
+
+    @property
+    def gives_tentative(self) -> bool:
+        """Whether this output delivers tentative results while a loss is recovered."""
         if self._tentative_fn is None:
             return False
         wanted = self._tentative_wanted
         return self._graph.settings.tentative_outputs if wanted is None else wanted
+
+    def deliver_tentative(self, time: Time, rdd: RDD[Any]) -> None:
+        """Deliver a tentative result of interval ``time`` (only if :attr:`gives_tentative`)."""
+        if self._tentative_fn is None:
+            raise RuntimeError(f"{self.label} gives no tentative results")
+        self._tentative_fn(time, rdd)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         return self._parents[0]._get_or_compute(time)
@@ -88,7 +113,7 @@ class OutputDStream(DStreamCore[Any]):
             return None
         share_kryo(rdd)
         fn, label = self._fn, self.label
-        if self._gives_tentative:  # the exact result, as a tentative one is marked
+        if self.gives_tentative:  # the exact result, as a tentative one is marked
             rdd.tentative = False  # type: ignore[attr-defined]
             rdd.fidelity = 1.0  # type: ignore[attr-defined]
 

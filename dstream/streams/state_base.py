@@ -239,7 +239,7 @@ class StateStream(DStreamCore[Any]):
         default = self._checkpoint_interval or self._default_checkpoint_interval()
         return self._strategy.checkpoint_every(default)
 
-    def _history_needed(self) -> tuple[Duration, str] | None:
+    def history_needed(self) -> tuple[Duration, str] | None:
         every = self._checkpoint_every
         if every is not None:
             return every, "checkpoint interval"
@@ -272,7 +272,7 @@ class StateStream(DStreamCore[Any]):
             return memory_only(self._strategy.copies(self._graph.settings.state_replicas))
         return self._storage_level
 
-    def _prepare_storage(self, root: str) -> None:
+    def prepare_storage(self, root: str) -> None:
         # Resolved once (a path without a scheme is on the default file system, as for
         # Spark), so the driver and the tasks name the same files.
         sc = self._graph.sc
@@ -469,7 +469,7 @@ class StateStream(DStreamCore[Any]):
                 del self._built_on[t]
 
     # ---- progress records --------------------------------------------------------------------
-    def _progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
+    def progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
         """This state's entry in the progress record of batch ``time``."""
         from dstream.time import human_time
 
@@ -561,7 +561,7 @@ class StateStream(DStreamCore[Any]):
             shape["partitions"] = self._partitions
         return shape
 
-    def _journal_state(self) -> dict[str, Any] | None:
+    def journal_state(self) -> dict[str, Any] | None:
         floor = self._replay_floor()
         return {
             "checkpoint_ms": self._published_ms,
@@ -573,7 +573,7 @@ class StateStream(DStreamCore[Any]):
             "partitions": self._schedule.steps(),
         }
 
-    def _restore_state(self, state: dict[str, Any]) -> None:
+    def restore_state(self, state: dict[str, Any]) -> None:
         theirs, ours = dict(state["shape"]), self._shape()
         # An elastic state's count is its journaled schedule, not its shape (a journal
         # written before states could rescale has it in the shape only).

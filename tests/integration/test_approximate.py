@@ -147,7 +147,7 @@ def test_without_a_loss_the_state_is_exact_and_its_bookkeeping_stays_inside(
         p.run(6)
         assert p.states == exact(6)
         # A live query reads the state as users see it, without the META records.
-        assert dict(p.node._pinned(Time(T0 + 6 * B)).collect()) == exact(6)[T0 + 6 * B]
+        assert dict(p.node.pinned(Time(T0 + 6 * B)).collect()) == exact(6)[T0 + 6 * B]
         progress = p.ssc.lastProgress
         assert progress is not None
         (entry,) = [s for s in progress["stateOperators"] if "approximateRecovery" in s]

@@ -104,7 +104,7 @@ def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[st
     for i in (5, 9):
         assert "Rescaled" in lineage[i], lineage[i]
     assert "Rescaled" not in lineage[4]
-    assert state._node._journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
+    assert state._node.journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
     assert window._node._schedule.steps() == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 2)]
 
 
@@ -193,7 +193,7 @@ def test_a_journal_from_before_states_rescaled_restores_with_its_count(harness: 
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 6)
     state = totals._node.checkpoint_target or totals._node
     old_shape = {"kind": "StateDStream", "partitions": 4, "slide_ms": 1000}
-    state._restore_state({"shape": old_shape, "key": "7", "checkpoint_ms": 2000})
+    state.restore_state({"shape": old_shape, "key": "7", "checkpoint_ms": 2000})
     assert state._schedule.steps() == [(0, 4)] and state._wanted_partitions == 6
     with pytest.raises(ValueError, match="slide_ms: 2000 then, 1000 now"):
-        state._restore_state({"shape": {**old_shape, "slide_ms": 2000}, "key": "7"})
+        state.restore_state({"shape": {**old_shape, "slide_ms": 2000}, "key": "7"})

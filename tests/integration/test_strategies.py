@@ -135,7 +135,7 @@ def test_auto_decides_from_the_first_checkpoint_it_measures(
         assert written == []
     else:
         assert written and max(int(ms) for ms in written) >= 10_000
-    journaled = state._journal_state()
+    journaled = state.journal_state()
     assert journaled is not None and journaled["strategy"] == picked
 
 

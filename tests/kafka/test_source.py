@@ -172,7 +172,7 @@ def test_backpressure_spreads_a_backlog_at_the_learned_rate_and_reads_each_offse
     got = BatchCollector(stream.map(_slow))
     infos = Infos()
     h.ssc.addStreamingListener(infos)
-    source._set_rate_limit(400.0)  # as spark.streaming.backpressure.initialRate=400
+    source.set_rate_limit(400.0)  # as spark.streaming.backpressure.initialRate=400
     h.ssc.start()
     caps = []
     while sum(len(b) for b in got.in_order()) < len(sent):
