@@ -139,7 +139,7 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
         "partitions": {str(i): n for i, n in partitions.items()},
         "seconds": {str(i): s for i, s in seconds.items()},
         "work_ms": {str(i): w for i, w in work.items()},
-        "schedule": state._schedule.steps(),
+        "schedule": state.schedule.steps(),
     }
 
 

@@ -415,9 +415,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         return state.user_name or next((n for n in views if n), state.label)
 
     states = [s for s in engine_of(ssc).graph.streams if isinstance(s, StateStream)]
-    partitions = {
-        str(ms): [s._partitions_at(Time(ms)) for s in states] for ms in sorted(processing)
-    }
+    partitions = {str(ms): [s.partitions_at(Time(ms)) for s in states] for ms in sorted(processing)}
     checkpoint_bytes = {
         state_name(s): s._checkpoint_bytes_total
         for s in engine_of(ssc).graph.streams
@@ -430,10 +428,10 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             "copy_bytes": s._tracker.copy_bytes,
             "restored_partitions": s._tracker.restored,
             "restores": sorted(s._tracker.restore_log),
-            "max_divergence": s._approx.max_divergence,
+            "max_divergence": s.approximate.max_divergence,
         }
         for s in states
-        if isinstance(s, StateDStream) and s._approx is not None
+        if isinstance(s, StateDStream) and s.approximate is not None
     }
     stragglers: dict[str, list[str]] = {}
     for ms in processing:
@@ -517,7 +515,7 @@ def _state_bytes(ssc: Any, time: Any) -> dict[str, int]:
     out = {}
     for s in engine_of(ssc).graph.streams:
         if isinstance(s, StateStream):
-            rdd = s._state_rdd(time)
+            rdd = s.state_rdd(time)
             if rdd is not None:
                 out[s.user_name or s.label] = sum(sizes(rdd))
     return out

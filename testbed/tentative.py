@@ -106,7 +106,7 @@ def state_holders(streams: Any) -> dict[str, int]:
     held: Counter[str] = Counter()
     for s in streams:
         if isinstance(s, StateStream):
-            rdd = s._state_rdd(s.latest_time())
+            rdd = s.state_rdd(s.latest_time())
             blocks = [] if rdd is None else holders(rdd)
             if not blocks or not all(blocks):
                 raise RuntimeError(f"{s.label}: a completed state's partitions not held")
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         result["state_bytes"] = {}
         for s in engine_of(ssc).graph.streams:
             if isinstance(s, StateStream) and generated is not None:
-                rdd = s._state_rdd(s.latest_time())
+                rdd = s.state_rdd(s.latest_time())
                 if rdd is not None:
                     result["state_bytes"][s.user_name or s.label] = sum(sizes(rdd))
         ssc.stop(stopSparkContext=False)
@@ -285,9 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         result["episodes"] = 0 if controller is None else controller.episodes
         result["listener"] = infos
         result["replicated"] = {
-            s.user_name or s.label: sorted(s._replicated)
+            s.user_name or s.label: sorted(s.replicated)
             for s in engine_of(ssc).graph.streams
-            if isinstance(s, StateStream) and s._replicated
+            if isinstance(s, StateStream) and s.replicated
         }
         result["processing_ms"] = [p["durationMs"]["processing"] for p in ssc.recentProgress]
     finally:

@@ -118,13 +118,13 @@ def hung_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Even
     from dstream.streams.state_base import StateStream
 
     gate = threading.Event()
-    write = StateStream._checkpoint_now
+    write = StateStream.checkpoint_now
 
     def hanging(self: StateStream, time: Any, rdd: Any) -> None:
         assert gate.wait(120), "the test never let the checkpoint through"
         write(self, time, rdd)
 
-    monkeypatch.setattr(StateStream, "_checkpoint_now", hanging)
+    monkeypatch.setattr(StateStream, "checkpoint_now", hanging)
     yield gate
     gate.set()
 

@@ -99,7 +99,7 @@ class CommonOps(Generic[T]):
                 "intervals (lineage alone recovers it); call it on the stream a window with an "
                 "inverse, updateStateByKey or track returned"
             )
-        target._set_strategy(kind, every, copies)
+        target.set_strategy(kind, every, copies)
         return self  # type: ignore[return-value]
 
     def approximateRecovery(
@@ -137,7 +137,7 @@ class CommonOps(Generic[T]):
                 f"approximateRecovery() on {target.label}, which keeps no state between "
                 "intervals; call it on the stream updateStateByKey or track returned"
             )
-        target._set_approximate(maxDivergence, divergence)
+        target.set_approximate(maxDivergence, divergence)
         return self  # type: ignore[return-value]
 
     def rescale(self, numPartitions: int) -> Time | None:
@@ -158,7 +158,7 @@ class CommonOps(Generic[T]):
                 "returned (a stateless "
                 "stream's partitions are set per operator: numPartitions=, repartition())"
             )
-        return target._rescale(numPartitions)
+        return target.rescale(numPartitions)
 
     def cache(self) -> DStream[T]:
         """Keep each interval's RDD in memory (MEMORY_ONLY), as ``persist()`` does."""

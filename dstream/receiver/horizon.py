@@ -32,9 +32,9 @@ def states_hold(states: Iterable[StateStream], keep: Duration) -> tuple[Time, st
     ``max_kept_blocks``), instead of lost to the rebuild."""
     hold: tuple[Time, str] | None = None
     for state in states:
-        floor = state._replay_floor()
-        if floor is not None and (hold is None or floor + state._replay_span() < hold[0]):
-            hold = (floor + state._replay_span(), state.label)
+        floor = state.replay_floor()
+        if floor is not None and (hold is None or floor + state.replay_span() < hold[0]):
+            hold = (floor + state.replay_span(), state.label)
     return None if hold is None else (hold[0] - keep, hold[1])
 
 

@@ -118,7 +118,7 @@ class Checkpointer:
         """Write, retrying; the number of attempts it took, or None if it failed (reported)."""
         for attempt in range(1, self._retries + 2):
             try:
-                stream._checkpoint_now(time, rdd)
+                stream.checkpoint_now(time, rdd)
                 return attempt
             except Exception as exc:
                 if self._stopping:

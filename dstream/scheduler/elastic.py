@@ -266,7 +266,7 @@ class ElasticController(StreamingListener):
         return [
             s
             for s in self._graph.streams
-            if isinstance(s, StateStream) and s._checkpoint_every is not None
+            if isinstance(s, StateStream) and s.checkpoint_every is not None
         ]
 
     def _checkpoint_first(self, now_ms: int) -> bool:
@@ -298,8 +298,8 @@ class ElasticController(StreamingListener):
 
         waited = now_ms - since_ms
         for state in self._checkpointed_states():
-            base = state._built_on.get(Time(now_ms))
-            every = state._checkpoint_every
+            base = state.built_on(Time(now_ms))
+            every = state.checkpoint_every
             if (base is None or base < since_ms) and waited < 3 * every.ms:
                 return False
         return True
@@ -341,13 +341,13 @@ class ElasticController(StreamingListener):
         from dstream.streams.state_base import StateStream
 
         for stream in self._graph.streams:
-            if not isinstance(stream, StateStream) or stream._fixed_partitions is not None:
+            if not isinstance(stream, StateStream) or stream.fixed_partitions is not None:
                 continue
-            have = stream._schedule.latest
+            have = stream.schedule.latest
             want = rescaled_partitions(have, step)
             if want != have:
                 try:
-                    stream._rescale(want)
+                    stream.rescale(want)
                 except Exception:  # the context is stopping under us
                     log.warning(
                         "dstream elastic: rescale of %s failed", stream.label, exc_info=True

@@ -177,7 +177,7 @@ class TentativeController:
     def _capable(self, state: StateStream) -> bool:
         """States a tentative pass can compute (lineage-recovered keyed states and windows)."""
         if isinstance(state, StateDStream):
-            return state._approx is None
+            return state.approximate is None
         return isinstance(state, ReducedWindowedDStream)
 
     def _states(self) -> list[StateStream]:
@@ -193,7 +193,7 @@ class TentativeController:
             exact_time = state.latest_time()
         except Exception:
             return None  # no interval completed yet
-        rdd = state._state_rdd(exact_time)
+        rdd = state.state_rdd(exact_time)
         if rdd is None:
             return None
         held = copies(rdd)
@@ -254,7 +254,7 @@ class TentativeController:
         by_id = {s.id: s for s in self._states()}
         still: dict[int, tuple[Time, frozenset[int]]] = {}
         for sid, (exact_time, lost) in found.items():
-            rdd = by_id[sid]._state_rdd(exact_time)
+            rdd = by_id[sid].state_rdd(exact_time)
             if rdd is not None:
                 held = copies(rdd)
                 gone = frozenset(p for p in lost if held[p] == 0)
@@ -277,12 +277,12 @@ class TentativeController:
         worst = 0.0
         for sid, (exact_time, lost) in found.items():
             state = by_id[sid]
-            since = state._published_ms
+            since = state.published_ms
             if since is None:
                 assert state.zero_time is not None
                 since = state.zero_time.ms
             depth = (exact_time.ms - since) // state.slide_duration.ms
-            share = len(lost) / max(1, state._partitions_at(exact_time))
+            share = len(lost) / max(1, state.partitions_at(exact_time))
             worst = max(worst, depth * per_interval * share)
         return worst
 
@@ -302,9 +302,9 @@ class TentativeController:
                     continue
                 exact_time, lost = found.get(state.id) or (state.latest_time(), frozenset())
                 chains[state.id] = StateChain(
-                    exact_time, lost, state._published_ms, {p: [] for p in lost}
+                    exact_time, lost, state.published_ms, {p: [] for p in lost}
                 )
-                state._pins[exact_time] += 1  # the episode reads its blocks: not forgotten
+                state.pin(exact_time)  # the episode reads its blocks: not forgotten
                 self._pins.append((state, exact_time))
             # A stream downstream of a loss that a tentative pass cannot compute (track(),
             # an approximately recovered state): the outputs behind it wait for the exact.
@@ -350,7 +350,7 @@ class TentativeController:
         for sid in order:
             exact_time, lost = found[sid]
             state = by_id[sid]
-            rdd = state._state_rdd(exact_time)
+            rdd = state.state_rdd(exact_time)
             chain = self._chains.get(sid)
             if rdd is None or chain is None:
                 continue
@@ -480,11 +480,11 @@ class TentativeController:
                 newest = state.latest_time()
             except Exception:
                 continue
-            rdd = state._state_rdd(newest)
+            rdd = state.state_rdd(newest)
             if rdd is None:
                 continue
             size = sizes(rdd)
-            rates = [state._ledger.rate(newest.ms, p) for p in range(len(size))]
+            rates = [state.ledger.rate(newest.ms, p) for p in range(len(size))]
             total = sum(rates) or 1.0
             candidates += [
                 Candidate(state.id, p, size[p], weights[state.id] * rates[p] / total)
@@ -492,10 +492,10 @@ class TentativeController:
             ]
         chosen = plan(candidates, int(self._settings.replica_budget_mb * 1024 * 1024))
         for state in self._states():
-            state._replicated = frozenset(chosen.get(state.id, ()))
+            state.replicate_partitions(chosen.get(state.id, ()))
         log.info(
             "replica budget: %s",
-            {s.label: sorted(s._replicated) for s in self._states() if s._replicated},
+            {s.label: sorted(s.replicated) for s in self._states() if s.replicated},
         )
 
 

@@ -133,7 +133,7 @@ class InputDStream(DStreamCore[Any]):
         intervals after its floor (its last published checkpoint, or the start), and that
         parent may be a window over this source reaching back up to this stream's remember
         duration before it. A checkpoint that lags or fails holds the floor back with it."""
-        floors = (s._replay_floor() for s in self._states_downstream())
+        floors = (s.replay_floor() for s in self._states_downstream())
         return min((f for f in floors if f is not None), default=None)
 
     # ---- what a source implements ---------------------------------------------------------

@@ -360,7 +360,13 @@ class DStreamCore(Generic[T]):
                 todo.extend(stream._parent_times(t))
         return pins
 
+    def pin(self, time: Time) -> None:
+        """Keep the interval ``time`` of this stream (not forgotten) until :meth:`unpin`."""
+        with self._lock:
+            self._pins[time] += 1
+
     def unpin(self, time: Time) -> None:
+        """Release one :meth:`pin` (or one pin of :meth:`pinned`) of the interval ``time``."""
         with self._lock:
             self._pins[time] -= 1
             if self._pins[time] <= 0:

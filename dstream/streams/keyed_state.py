@@ -94,6 +94,11 @@ class ApproximatedState(StateStream):
         # approximateRecovery(): restore lost partitions from copies within a bound.
         self._approx: ApproxSpec | None = None
 
+    @property
+    def approximate(self) -> ApproxSpec | None:
+        """``approximateRecovery()``'s bound, if it was asked for (None: exact recovery)."""
+        return self._approx
+
     def _init_transient(self) -> None:
         super()._init_transient()
         self._approximation: Approximation | None = None
@@ -101,7 +106,7 @@ class ApproximatedState(StateStream):
         self._held: set[Time] = set()  # states pinned until their checkpoint is written
 
     # ---- approximateRecovery -----------------------------------------------------------------
-    def _set_approximate(self, max_divergence: object, divergence: object) -> None:
+    def set_approximate(self, max_divergence: object, divergence: object) -> None:
         spec = approx_spec(max_divergence, divergence, self.label)
         if self._strategy.kind in ("replicate", "replay"):
             raise ValueError(
@@ -111,23 +116,23 @@ class ApproximatedState(StateStream):
             )
         self._approx = spec
 
-    def _set_strategy(self, kind: object, every: object, copies: object) -> None:
+    def set_strategy(self, kind: object, every: object, copies: object) -> None:
         if self._approx is not None and kind in ("replicate", "replay"):
             raise ValueError(
                 f"recoveryStrategy({kind!r}) of {self.label}, whose lost partitions "
                 "approximateRecovery() already restores from copies; keep one of them"
             )
-        super()._set_strategy(kind, every, copies)
+        super().set_strategy(kind, every, copies)
 
-    def _rescale(self, count: object) -> Time | None:
+    def rescale(self, count: object) -> Time | None:
         # A state whose count is fixed anyway (track()) says its own rule.
-        if self._approx is not None and self._fixed_partitions is None:
+        if self._approx is not None and self.fixed_partitions is None:
             raise ValueError(
                 f"rescale({count!r}) of {self.label}: under approximateRecovery() each "
                 "partition keeps its own copy and its own share of maxDivergence, so the "
                 "partition count is fixed (numPartitions= when it is made)"
             )
-        return super()._rescale(count)
+        return super().rescale(count)
 
     def _check_settings(self, settings: StreamingSettings) -> None:
         if self._approx is None:
@@ -162,7 +167,7 @@ class ApproximatedState(StateStream):
         if self._approx is None:
             return
         previous = time - self.slide_duration
-        state = self._state_rdd(previous)
+        state = self.state_rdd(previous)
         if state is None:
             return
         missing = sorted(set(range(state.getNumPartitions())) - self._tracker.computed(previous.ms))
@@ -181,7 +186,7 @@ class ApproximatedState(StateStream):
         return ApproxTask(
             self._id,
             spec.max_divergence,
-            self._partitions,
+            self.partitions,
             self.slide_duration.ms,
             spec.divergence,
             CopyStore(self._files, copy_root(self._root, self._key)),
@@ -210,8 +215,8 @@ class ApproximatedState(StateStream):
             self._release(lambda t: t == time)
         return submitted
 
-    def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
-        super()._checkpoint_now(time, rdd)
+    def checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
+        super().checkpoint_now(time, rdd)
         if self._approx is not None:  # written: what it held, and any a skipped one held
             self._release(lambda t: t <= time)
 
@@ -246,7 +251,7 @@ class ApproximatedState(StateStream):
                 if copy_ms >= 0:
                     needed[partition] = min(needed.get(partition, copy_ms), copy_ms)
         store = CopyStore(self._files, directory)
-        for split in range(self._partitions):
+        for split in range(self.partitions):
             files = store.copies(split)
             upto = needed.get(split)
             bases = [ms for ms, kind in files if kind == "base" and (upto is None or ms <= upto)]
@@ -309,7 +314,7 @@ class StateDStream(ApproximatedState):
     _unbounded: ClassVar[str | None] = (
         "updateStateByKey keeps each key's state from every interval since the start"
     )
-    _fixed_partitions: ClassVar[str | None] = None  # (key, state) records: rescale() works
+    fixed_partitions: ClassVar[str | None] = None  # (key, state) records: rescale() works
 
     def _init_transient(self) -> None:
         super()._init_transient()
@@ -317,7 +322,7 @@ class StateDStream(ApproximatedState):
         self._internal: dict[Time, RDD[Any]] = {}
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self.slide_duration) + self._replay_span()
+        return (self._remember_duration or self.slide_duration) + self.replay_span()
 
     def _persist_level(self) -> Any:
         # Under approximateRecovery users get a view (not cached) of the cached state.
@@ -331,9 +336,9 @@ class StateDStream(ApproximatedState):
         self._internal[time] = rdd
         return rdd.mapPartitions(drop_meta, preservesPartitioning=True)
 
-    def _state_rdd(self, time: Time) -> RDD[Any] | None:
+    def state_rdd(self, time: Time) -> RDD[Any] | None:
         if self._approx is None:
-            return super()._state_rdd(time)
+            return super().state_rdd(time)
         return self._internal.get(time)
 
     def _approximate_merge(self, union: RDD[Any], times: list[Time]) -> RDD[Any]:
@@ -484,7 +489,7 @@ class TrackDStream(ApproximatedState):
     _unbounded: ClassVar[str | None] = (
         "track() keeps each key's state from every interval since the start (until its timeout)"
     )
-    _fixed_partitions: ClassVar[str | None] = (
+    fixed_partitions: ClassVar[str | None] = (
         "track()'s partitions are snapshot files and deltas, one per partition"
     )
 
@@ -493,7 +498,7 @@ class TrackDStream(ApproximatedState):
         self._digests: dict[int, list[str]] = {}
 
     def _parent_remember_duration(self) -> Duration | None:
-        return (self._remember_duration or self.slide_duration) + self._replay_span()
+        return (self._remember_duration or self.slide_duration) + self.replay_span()
 
     def _snapshots(self, base_ms: int) -> list[SnapshotRef]:
         """The snapshots of the checkpoint at ``base_ms``, with the digests their writer
@@ -504,7 +509,7 @@ class TrackDStream(ApproximatedState):
         if digests is None:
             manifest = f"{directory}/{COMPLETE}"
             data = filesystem_for(manifest, self._graph.sc).read_bytes(manifest)
-            digests = decode_manifest(data, manifest, self._partitions)
+            digests = decode_manifest(data, manifest, self.partitions)
             with self._lock:
                 self._digests[base_ms] = digests
         return [SnapshotRef(snapshot_path(directory, i, d), d) for i, d in enumerate(digests)]
@@ -538,7 +543,7 @@ class TrackDStream(ApproximatedState):
             previous_delta = parts[0][0][1] if parts[0] else None
             yield split, fold(split, previous_delta, base_ms, base, intervals, fns, files, notes)
 
-        union = sectioned_union(self._graph.runtime.marks, self._partitions, groups)
+        union = sectioned_union(self._graph.runtime.marks, self.partitions, groups)
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
@@ -573,13 +578,13 @@ class TrackDStream(ApproximatedState):
 
             rdd = surviving(rdd).filter(lambda pd: type(pd[0]) is not approx_state.LostBlock)
         written = dict(rdd.map(lambda pd: compact(pd[1], directory)).collect())
-        missing = sorted(set(range(self._partitions)) - set(written))
+        missing = sorted(set(range(self.partitions)) - set(written))
         if missing:
             raise RuntimeError(
                 f"{self.label}: the compaction at {time} wrote no snapshot for partitions "
                 f"{missing}; the checkpoint is not marked complete"
             )
-        digests = [written[i].sha256 for i in range(self._partitions)]
+        digests = [written[i].sha256 for i in range(self.partitions)]
         with self._lock:
             self._digests[time.ms] = digests
             live = self._live_checkpoints() | {time.ms}

@@ -74,7 +74,7 @@ class StateStream(DStreamCore[Any]):
     # Why the state cannot be rebuilt from a window of input (None: it can, see _window).
     _unbounded: ClassVar[str | None] = "its state depends on every interval since the start"
     # Why the state cannot change its partition count (None: it can, see rescale()).
-    _fixed_partitions: ClassVar[str | None] = "its partitions are not (key, state) records"
+    fixed_partitions: ClassVar[str | None] = "its partitions are not (key, state) records"
 
     _transient: ClassVar[tuple[str, ...]] = (
         "published_ms",
@@ -128,6 +128,40 @@ class StateStream(DStreamCore[Any]):
         # dstream.scheduler.replicas): applied to each interval's state from now on.
         self._replicated: frozenset[int] = frozenset()
 
+    # ---- what other packages read of a state (the scheduler, tentative results) -------------
+    @property
+    def published_ms(self) -> int | None:
+        """The newest checkpoint written completely (batch ms): future intervals are rebuilt
+        from it (None: none yet)."""
+        return self._published_ms
+
+    def built_on(self, time: Time) -> int | None:
+        """The checkpoint (batch ms) the remembered state of ``time`` was built on (None: none,
+        or not remembered)."""
+        with self._lock:
+            return self._built_on.get(time)
+
+    @property
+    def schedule(self) -> PartitionSchedule:
+        """The partition count of each interval's state (``rescale()`` adds steps)."""
+        return self._schedule
+
+    @property
+    def ledger(self) -> Ledger:
+        """The records each partition folded in, per interval (tentative results' rates)."""
+        return self._ledger
+
+    @property
+    def replicated(self) -> frozenset[int]:
+        """The partitions kept in a second in-memory copy (the replica budget's choice)."""
+        return self._replicated
+
+    def replicate_partitions(self, partitions: Iterable[int]) -> None:
+        """Keep a second in-memory copy of these partitions of every interval's state from
+        the next one on (the replica budget, dstream.scheduler.replicas); the others go back
+        to one copy."""
+        self._replicated = frozenset(partitions)
+
     # ---- what a state stream implements --------------------------------------------------
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         """State of ``time`` from the state of ``time - slide``."""
@@ -155,14 +189,14 @@ class StateStream(DStreamCore[Any]):
 
     # ---- elastic partitions -------------------------------------------------------------------
     @property
-    def _partitions(self) -> int:
+    def partitions(self) -> int:
         """The partition count of the newest step (fixed for track())."""
         return self._schedule.latest
 
-    def _partitions_at(self, time: Time) -> int:
+    def partitions_at(self, time: Time) -> int:
         return self._schedule.at(time.ms)
 
-    def _rescale(self, count: object) -> Time | None:
+    def rescale(self, count: object) -> Time | None:
         """``count`` partitions from the next interval not generated yet (before start: from
         the first). Returns that interval (None before start)."""
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
@@ -170,9 +204,9 @@ class StateStream(DStreamCore[Any]):
                 f"rescale({count!r}) of {self.label}: the partition count must be a "
                 "positive int, e.g. rescale(8)"
             )
-        if self._fixed_partitions is not None:
+        if self.fixed_partitions is not None:
             raise ValueError(
-                f"rescale({count}) of {self.label}: {self._fixed_partitions}; its partition "
+                f"rescale({count}) of {self.label}: {self.fixed_partitions}; its partition "
                 "count is fixed (numPartitions= when it is made)"
             )
         with self._lock:
@@ -212,7 +246,7 @@ class StateStream(DStreamCore[Any]):
         """The window a replay rebuilds this state from (None: it cannot replay)."""
         return None
 
-    def _set_strategy(self, kind: object, every: object, copies: object) -> None:
+    def set_strategy(self, kind: object, every: object, copies: object) -> None:
         self._strategy = strategy_for(
             kind,
             slide=self.slide_duration,
@@ -232,7 +266,7 @@ class StateStream(DStreamCore[Any]):
         return kind
 
     @property
-    def _checkpoint_every(self) -> Duration | None:
+    def checkpoint_every(self) -> Duration | None:
         """How often the state is checkpointed (None: never, under replay)."""
         if self._kind == "replay":
             return None
@@ -240,7 +274,7 @@ class StateStream(DStreamCore[Any]):
         return self._strategy.checkpoint_every(default)
 
     def history_needed(self) -> tuple[Duration, str] | None:
-        every = self._checkpoint_every
+        every = self.checkpoint_every
         if every is not None:
             return every, "checkpoint interval"
         assert self._window is not None
@@ -257,11 +291,11 @@ class StateStream(DStreamCore[Any]):
             strategy = RecoveryStrategy("replay", window=self._window)
         return strategy.is_cut(time - self._zero_time)
 
-    def _replay_span(self) -> Duration:
+    def replay_span(self) -> Duration:
         """How far back a rebuild may reach: the checkpoint lags by up to one interval plus the
         time its write takes; three intervals leaves room for a slow write. Under replay, the
         window (and the interval in progress)."""
-        every = self._checkpoint_every
+        every = self.checkpoint_every
         if every is None:
             assert self._window is not None
             return self._window + self.slide_duration
@@ -355,10 +389,10 @@ class StateStream(DStreamCore[Any]):
         with self._lock:
             if self._completed_ms is None or time.ms > self._completed_ms:
                 self._completed_ms = time.ms
-        every = self._checkpoint_every
+        every = self.checkpoint_every
         if self._zero_time is None or every is None or (time - self._zero_time).ms % every.ms:
             return
-        rdd = self._state_rdd(time)
+        rdd = self.state_rdd(time)
         if rdd is not None:
             self._submit_checkpoint(time, rdd)
 
@@ -377,12 +411,12 @@ class StateStream(DStreamCore[Any]):
         cut it: the checkpoint is there for restarts)."""
         return False
 
-    def _state_rdd(self, time: Time) -> RDD[Any] | None:
+    def state_rdd(self, time: Time) -> RDD[Any] | None:
         """The cached RDD that holds the state of ``time`` (what is checkpointed): the RDD of
         the interval, unless the stream shows users a view of it."""
         return self._generated.get(time)
 
-    def _checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
+    def checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
         """Run by the checkpointer's thread: write, mark complete, publish."""
         directory = self._checkpoint_dir(time.ms)
         fs = filesystem_for(directory, self._graph.sc)
@@ -402,7 +436,7 @@ class StateStream(DStreamCore[Any]):
 
     def _choose(self, write_s: float, checkpoint_bytes: int) -> None:
         """auto: StreamScope's rule on the checkpoint just measured (once)."""
-        every = self._checkpoint_every
+        every = self.checkpoint_every
         assert every is not None
         self._auto = auto_choice(
             self._window is not None,
@@ -413,7 +447,7 @@ class StateStream(DStreamCore[Any]):
         )
         log.info("%s: recovery strategy auto picked %s: %s", self.label, *self._auto)
 
-    def _replay_floor(self) -> Time | None:
+    def replay_floor(self) -> Time | None:
         """A rebuild folds in only its parent's intervals after this time (the published
         checkpoint, or the start): older input is never read again by this state. Input
         streams keep what they need to recompute an interval until every state downstream
@@ -474,7 +508,7 @@ class StateStream(DStreamCore[Any]):
         from dstream.time import human_time
 
         with self._lock:
-            rdd = self._state_rdd(time)
+            rdd = self.state_rdd(time)
             base = self._built_on.get(time)
             published = self._published_ms
         since = base if base is not None else (self._zero_time.ms if self._zero_time else None)
@@ -515,7 +549,7 @@ class StateStream(DStreamCore[Any]):
         newest = chain.newest
         if chain.recovered and (newest is None or newest[0] <= chain.exact_time or chain.missing):
             # The lost partitions are cached again: the exact state, and the intervals since.
-            exact = self._state_rdd(chain.exact_time)
+            exact = self.state_rdd(chain.exact_time)
             if exact is None:
                 return None, Loss.none(1)
             times = [
@@ -527,7 +561,7 @@ class StateStream(DStreamCore[Any]):
         elif newest is not None and newest[0] == time - slide:
             previous, saved, times = newest[1], None, [time]
         else:
-            exact = self._state_rdd(chain.exact_time)
+            exact = self.state_rdd(chain.exact_time)
             if exact is None or chain.exact_time != time - slide:
                 return None, Loss.none(1)
             previous = surviving(exact, chain.lost)
@@ -557,12 +591,12 @@ class StateStream(DStreamCore[Any]):
     def _shape(self) -> dict[str, Any]:
         """What a restored checkpoint must agree with to be reused by changed code."""
         shape = {"kind": type(self).__name__, "slide_ms": self.slide_duration.ms}
-        if self._fixed_partitions is not None:  # an elastic state's count is journaled
-            shape["partitions"] = self._partitions
+        if self.fixed_partitions is not None:  # an elastic state's count is journaled
+            shape["partitions"] = self.partitions
         return shape
 
     def journal_state(self) -> dict[str, Any] | None:
-        floor = self._replay_floor()
+        floor = self.replay_floor()
         return {
             "checkpoint_ms": self._published_ms,
             "key": self._key,
@@ -578,7 +612,7 @@ class StateStream(DStreamCore[Any]):
         # An elastic state's count is its journaled schedule, not its shape (a journal
         # written before states could rescale has it in the shape only).
         old_count = None
-        if self._fixed_partitions is None:
+        if self.fixed_partitions is None:
             old_count = theirs.pop("partitions", None)
         if theirs != ours:
             diff = ", ".join(
@@ -594,7 +628,7 @@ class StateStream(DStreamCore[Any]):
         self._restored_key = state["key"]
         self._restored_floor_ms = state.get("floor_ms")
         steps = state.get("partitions") or ([(0, old_count)] if old_count else None)
-        if steps and self._fixed_partitions is None:
+        if steps and self.fixed_partitions is None:
             # The counts the intervals had; a program asking for another count now rescales
             # at its first interval (SPATE: forward, not rolled back).
             wanted = self._schedule.latest

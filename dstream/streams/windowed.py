@@ -95,7 +95,7 @@ class ReducedWindowedDStream(StateStream):
     # The state is the window's partials: a replay of the window's inputs rebuilds it.
     _unbounded: ClassVar[str | None] = None
     # One record per partition, regrouped by key with its partials (regroup_window).
-    _fixed_partitions: ClassVar[str | None] = None
+    fixed_partitions: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -135,7 +135,7 @@ class ReducedWindowedDStream(StateStream):
         # A rebuild folds the parent's intervals since its checkpoint (which lags by up to
         # replay_span), or the whole window if there is no checkpoint yet.
         own = self._remember_duration or self._spec.slide
-        return own + max(self._spec.window, self._replay_span()) + self._spec.slide
+        return own + max(self._spec.window, self.replay_span()) + self._spec.slide
 
     def _interval(self, time: Time) -> RDD[Any] | None:
         """The parent's records of ``time``, combined within each map task and shuffled into

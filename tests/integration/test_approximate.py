@@ -121,7 +121,7 @@ class Program:
             assert self.ssc.wait_for_batch(now, 120), now
             if (now.ms - T0) // B in lose_after:
                 # As an executor's death: the cached blocks of this interval's state go.
-                state = self.node._state_rdd(now)
+                state = self.node.state_rdd(now)
                 assert state is not None
                 state.unpersist(blocking=True)
         self.ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed

@@ -178,7 +178,7 @@ def test_a_restarted_driver_resumes_with_identical_output(
         window = next(
             s for s in engine_of(resumed).graph.streams if s.operator == "reduceByKeyAndWindow"
         )
-        assert window._published_ms is None and window._restored_floor_ms is not None
+        assert window.published_ms is None and window._restored_floor_ms is not None
     run(resumed, clock2, total)
     resumed.stop(stopSparkContext=False)
 

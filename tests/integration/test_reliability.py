@@ -215,7 +215,7 @@ def test_checkpoints_that_keep_failing_are_reported_and_halt_the_engine(
         tried.append(time)
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(StateStream, "_checkpoint_now", broken_disk)
+    monkeypatch.setattr(StateStream, "checkpoint_now", broken_disk)
     pairs = h.ssc.queueStream([[("k", 1)]] * 6).map(lambda kv: kv)
     pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)).setName("totals").checkpoint(
         1

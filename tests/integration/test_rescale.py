@@ -105,7 +105,7 @@ def test_doubling_then_halving_the_state_changes_no_total(sc: Any, dirs: dict[st
         assert "Rescaled" in lineage[i], lineage[i]
     assert "Rescaled" not in lineage[4]
     assert state._node.journal_state()["partitions"] == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 4)]
-    assert window._node._schedule.steps() == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 2)]
+    assert window._node.schedule.steps() == [(0, 4), (T0 + 5 * B, 8), (T0 + 9 * B, 2)]
 
 
 def test_a_count_no_narrow_plan_serves_is_reached_by_one_shuffle(
@@ -156,8 +156,8 @@ def test_a_restart_from_before_a_rescale_replays_forward_at_the_journaled_counts
         rebuildGraph=True,
     )
     state = state_of(resumed)
-    assert state._node._schedule.at(T0 + 4 * B) == 4 and state._node._schedule.at(T0 + 7 * B) == 8
-    assert state_of(resumed, "ReducedWindowedDStream")._node._schedule.at(T0 + 7 * B) == 4
+    assert state._node.schedule.at(T0 + 4 * B) == 4 and state._node.schedule.at(T0 + 7 * B) == 8
+    assert state_of(resumed, "ReducedWindowedDStream")._node.schedule.at(T0 + 7 * B) == 4
     counts: dict[int, int] = {}
     state.foreachRDD(lambda t, rdd: counts.__setitem__((t.ms - T0) // B, rdd.getNumPartitions()))
     try:
@@ -182,7 +182,7 @@ def test_rescale_is_refused_where_partitions_are_fixed(harness: Any) -> None:
         totals.rescale(0)
     assert totals.rescale(6) is None  # before start: the count it starts with
     state = totals._node.checkpoint_target or totals._node
-    assert state._partitions == 6 and state._schedule.steps() == [(0, 6)]
+    assert state.partitions == 6 and state.schedule.steps() == [(0, 6)]
 
 
 def test_a_journal_from_before_states_rescaled_restores_with_its_count(harness: Any) -> None:
@@ -194,6 +194,6 @@ def test_a_journal_from_before_states_rescaled_restores_with_its_count(harness: 
     state = totals._node.checkpoint_target or totals._node
     old_shape = {"kind": "StateDStream", "partitions": 4, "slide_ms": 1000}
     state.restore_state({"shape": old_shape, "key": "7", "checkpoint_ms": 2000})
-    assert state._schedule.steps() == [(0, 4)] and state._wanted_partitions == 6
+    assert state.schedule.steps() == [(0, 4)] and state._wanted_partitions == 6
     with pytest.raises(ValueError, match="slide_ms: 2000 then, 1000 now"):
         state.restore_state({"shape": {**old_shape, "slide_ms": 2000}, "key": "7"})

@@ -108,17 +108,17 @@ def test_a_lost_partition_gives_a_tentative_result_then_the_exact_one(
         engine = engine_of(ssc)
         engine.checkpointer.wait_idle(60)
         states = {type(s): s for s in engine.graph.streams if s.is_state}
-        assert {s._published_ms for s in states.values()} == {T0 + 4 * B}
+        assert {s.published_ms for s in states.values()} == {T0 + 4 * B}
         six = Time(T0 + 6 * B)
         # Which words partition 0 holds (the workers' string hashing, not this process's).
         holds = (
             states[StateDStream]
-            ._state_rdd(six)
+            .state_rdd(six)
             .mapPartitionsWithIndex(lambda i, records: [k for k, _ in records] if i == 0 else [])
         )
         lost = set(holds.collect())
         for state in states.values():
-            lose_partition(sc, state._state_rdd(six), 0)
+            lose_partition(sc, state.state_rdd(six), 0)
         assert engine.tentative is not None
         engine.tentative.executor_lost("a lost executor")
         for i in (7, 8):
