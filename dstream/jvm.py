@@ -53,10 +53,16 @@ _resolved: set[int] = set()
 _lock = threading.Lock()
 
 
+def gateway_of(sc: Any) -> Any:
+    """The Py4J gateway of ``sc`` (None once it is stopped). PySpark keeps it private
+    (``SparkContext._gateway``); this is the one place that reads it."""
+    return sc._gateway
+
+
 def java_class(sc: Any, name: str) -> Any:
     """The Java class ``name`` (fully qualified) of ``sc``'s JVM, for static calls and
     constructors, without a lookup per name segment."""
-    gateway = sc._gateway
+    gateway = gateway_of(sc)
     assert gateway is not None  # a running SparkContext always has its gateway
     return JavaClass(name, gateway._gateway_client)
 
@@ -67,7 +73,7 @@ def resolve_hot_classes(sc: Any) -> None:
     attribute of the view (or of the package before it), so Py4J's ``__getattr__``, which
     asks the JVM, is not reached. Every other name of the view or of these packages is
     looked up as before; the objects are the ones Py4J itself would build."""
-    gateway = sc._gateway
+    gateway = gateway_of(sc)
     if gateway is None:
         return
     with _lock:
@@ -154,7 +160,7 @@ def _class_on_classpath(sc: SparkContext) -> bool:
 
 
 def _recorder_class_from_jar(sc: SparkContext, jar: Path) -> Any:
-    gateway = sc._gateway
+    gateway = gateway_of(sc)
     jvm = sc._jvm
     assert gateway is not None and jvm is not None
     key = str(jar.resolve())
@@ -212,7 +218,7 @@ def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any
     ``args``, each given as (Java parameter type name, value), through reflection (Py4J's
     ``jvm.`` lookup does not see classes of the shim's own class loader). An exception thrown
     by the method is raised as Py4JJavaError of its InvocationTargetException."""
-    gateway = sc._gateway
+    gateway = gateway_of(sc)
     jvm = sc._jvm
     assert gateway is not None and jvm is not None
     loader = cls.getClassLoader()

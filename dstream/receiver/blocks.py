@@ -34,7 +34,7 @@ from pyspark import StorageLevel
 from pyspark.rdd import RDD
 from pyspark.serializers import NoOpSerializer, Serializer
 
-from dstream.jvm import java_class
+from dstream.jvm import gateway_of, java_class
 from dstream.receiver.protocol import decode_records
 
 if TYPE_CHECKING:
@@ -107,12 +107,13 @@ class StoredBlock:
 
 def _block_rdd(sc: SparkContext, block_ids: list[tuple[str, int, int]]) -> Any:
     """A JVM ``BlockRDD`` whose partition i reads the stored copies of ``block_ids[i]``."""
-    assert sc._gateway is not None
+    gateway = gateway_of(sc)
+    assert gateway is not None
 
     def storage(name: str) -> Any:
         return java_class(sc, f"org.apache.spark.storage.{name}")
 
-    ids = sc._gateway.new_array(storage("BlockId"), len(block_ids))
+    ids = gateway.new_array(storage("BlockId"), len(block_ids))
     rdd_block, stream_block = storage("RDDBlockId"), storage("StreamBlockId")
     for i, (kind, a, b) in enumerate(block_ids):
         ids[i] = rdd_block(a, b) if kind == "rdd" else stream_block(a, b)

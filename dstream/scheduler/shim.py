@@ -25,6 +25,7 @@ from dstream.jvm import (
     ShimMissingError,
     _class_on_classpath,
     _recorder_class_from_jar,
+    gateway_of,
     invoke_static,
     shim_class,
 )
@@ -271,7 +272,7 @@ def parse_events(text: str) -> list[ListenerEvent]:
 # One class loader per (JVM, jar): loading the jar again for every attach would give a new
 # ``EventRecorder`` class each time, and the recorder's per-SparkContext idempotency is per class.
 def _install_via_reflection(sc: SparkContext, cls: Any) -> Any:
-    gateway = sc._gateway
+    gateway = gateway_of(sc)
     jvm = sc._jvm
     assert gateway is not None and jvm is not None
     jsc = sc._jsc.sc()

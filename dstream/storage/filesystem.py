@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dstream.jvm import java_class
+from dstream.jvm import gateway_of, java_class
 from dstream.storage.paths import is_local, local_path, qualify, split_uri
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ class HadoopFileSystem:
 
     def __init__(self, sc: SparkContext, uri: str) -> None:
         self._sc = sc
-        self._gateway: Any = sc._gateway
+        self._gateway: Any = gateway_of(sc)
         self._io_utils = java_class(sc, "org.apache.commons.io.IOUtils")
         self._conf = sc._jsc.hadoopConfiguration()
         self._path_cls = java_class(sc, "org.apache.hadoop.fs.Path")
