@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dstream import shutdown
 from dstream.api.columnar import BatchStream
 from dstream.clock import Clock, default_clock
-from dstream.dstream import DStream, handle_for
+from dstream.dstream import DStream, handle_for, node_of
 from dstream.functions import UserFunction, call_site, check_callable
 from dstream.functions import positional_arity as _arity
 from dstream.jvm import resolve_hot_classes
@@ -71,9 +71,10 @@ def _nodes_of(dstreams: Iterable[object], what: str) -> list[DStreamCore[Any]]:
     """The graph nodes behind the user's streams given to ``what``."""
     nodes = []
     for stream in dstreams:
-        if not isinstance(stream, DStream):
+        node = node_of(stream)
+        if node is None:
             raise TypeError(f"{what}() takes DStreams, got {type(stream).__name__} {stream!r}")
-        nodes.append(stream._node)
+        nodes.append(node)
     return nodes
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from dstream.api.common import node_of
 from dstream.api.outputs import OutputOps
 from dstream.api.queries import QueryOps
 from dstream.streams.base import DStreamCore
@@ -21,7 +22,7 @@ from dstream.streams.keyed_state import TrackView
 
 T = TypeVar("T")
 
-__all__ = ["DStream", "TrackStream", "handle_for"]
+__all__ = ["DStream", "TrackStream", "handle_for", "node_of"]
 
 
 class DStream(OutputOps[T], QueryOps[T]):
@@ -45,12 +46,12 @@ class TrackStream(DStream[Any]):
     def count(self) -> DStream[int]:
         """Live keys each interval, from the snapshots' recorded sizes and the deltas: costs
         what the changed keys cost, not what all keys cost."""
-        return handle_for(self._view._count_node())
+        return handle_for(self._view.count_node())
 
     def changes(self) -> DStream[tuple[Any, Any]]:
         """``(key, new state)`` of the keys that changed in each interval; ``(key, None)``
         for keys removed by ``update`` or by their timeout."""
-        return handle_for(self._view._changes_node())
+        return handle_for(self._view.changes_node())
 
     @property
     def _view(self) -> TrackView:

@@ -27,7 +27,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["CommonOps"]
+__all__ = ["CommonOps", "node_of"]
+
+
+def node_of(stream: object) -> DStreamCore[Any] | None:
+    """The graph node behind a user's stream (None: ``stream`` is not a DStream): the
+    engine's side of a handle, the inverse of :func:`dstream.dstream.handle_for`."""
+    return stream._node if isinstance(stream, CommonOps) else None
 
 
 class CommonOps(Generic[T]):

@@ -64,7 +64,9 @@ class KeyedOps(StatelessOps[T]):
         g = uf.guarded()
         n = self._num_partitions(numPartitions, "reduceByKey")
         reduced = self._rdd_op("reduceByKey", lambda rdd: rdd.reduceByKey(g, n), [uf])
-        reduced._node._keyed_reduce = (g, n)  # type: ignore[attr-defined]
+        node = reduced._node
+        assert isinstance(node, TransformedDStream)  # what _rdd_op makes
+        node.mark_keyed_reduce(g, n)
         return reduced
 
     def groupByKey(self, numPartitions: int | None = None) -> DStream[tuple[Any, Iterable[Any]]]:

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.keyed import KeyedOps
 from dstream.streams.base import STATE
+from dstream.streams.transformed import TransformedDStream
 from dstream.streams.window_spec import window_spec
 from dstream.streams.windowed import ReducedWindowedDStream, WindowedDStream
 from dstream.tasks.state_merge import window_items
 
 if TYPE_CHECKING:
     from dstream.dstream import DStream
+    from dstream.streams.base import DStreamCore
 
 T = TypeVar("T")
 
@@ -69,13 +71,13 @@ class WindowOps(KeyedOps[T]):
                 name, lambda rdd: rdd.flatMap(window_items, preservesPartitioning=True)
             )
             result._node.set_checkpoint_target(state)
-            result._node._narrow = True  # type: ignore[attr-defined]  # one flatMap per partition
+            _mark_narrow(result._node)  # one flatMap per partition
         if filterFunc is not None:
             fuf = self._user(name, filterFunc, "filterFunc")
             fg = fuf.guarded()
             filtered = result._rdd_op(name, lambda rdd: rdd.filter(fg), [fuf])
             filtered._node.set_checkpoint_target(result._node.checkpoint_target)
-            filtered._node._narrow = True  # type: ignore[attr-defined]
+            _mark_narrow(filtered._node)
             result = filtered
         return result
 
@@ -119,3 +121,8 @@ class WindowOps(KeyedOps[T]):
             operator.add, None, windowDuration, slideDuration, numPartitions
         )
         return grouped._rdd_op("groupByKeyAndWindow", lambda rdd: rdd.mapValues(ResultIterable))
+
+
+def _mark_narrow(node: DStreamCore[Any]) -> None:
+    assert isinstance(node, TransformedDStream)  # what _rdd_op makes
+    node.mark_narrow()

@@ -239,7 +239,7 @@ class KafkaInputDStream(InputDStream):
             min_split=self._options.min_split,
         )
         if not pieces:
-            self._record_count(time, 0)
+            self.set_record_count(time, 0)
             return sc.emptyRDD()
         specs: list[TaskSpec] = [
             (time.ms, r.topic, r.partition, r.fromOffset, r.untilOffset) for r in pieces

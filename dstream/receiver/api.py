@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dstream.dstream import handle_for
+from dstream.dstream import handle_for, node_of
 from dstream.receiver.source import ReceiverInputDStream
 from dstream.streams.graph import graph_of
 
@@ -123,7 +123,7 @@ def receiverAddresses(stream: DStream[Any]) -> list[tuple[str, int]]:
     """The ``(host, port)`` addresses a started receiver stream listens on (with the ports
     that port=0 picked; for receivers on executors, the address each one reported, or the
     one asked for until it has)."""
-    node = getattr(stream, "_node", None)
+    node = node_of(stream)
     if not isinstance(node, ReceiverInputDStream):
         raise TypeError(
             f"receiverAddresses() takes a stream made by dstream.receiver.createStream, not "

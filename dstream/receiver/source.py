@@ -289,7 +289,7 @@ class ReceiverInputDStream(InputDStream):
 
     def _read(self, time: Time) -> RDD[Any]:
         blocks = self._blocks.take(time, self._recovery_wait_s)
-        self._record_count(time, sum(b.count for b in blocks))
+        self.set_record_count(time, sum(b.count for b in blocks))
         return interval_rdd(self._graph.sc, blocks)
 
     def input_metadata(self, time: Time) -> dict[str, Any]:

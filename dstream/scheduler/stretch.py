@@ -160,23 +160,23 @@ def _lineage(output: OutputDStream, batch: Duration) -> Stretchable | str:
     prefix, suffix = target
     node = output.parents[0]
     reduce = None
-    if isinstance(node, TransformedDStream) and node._keyed_reduce is not None:
+    if isinstance(node, TransformedDStream) and node.keyed_reduce is not None:
         if (why := _plain(node, batch)) is not None:
             return why
-        reduce = node._keyed_reduce
+        reduce = node.keyed_reduce
         node = node.parents[0]
     steps: list[Callable[[Iterable[Any]], Iterable[Any]]] = []
     while isinstance(node, RecordsDStream):
         if (why := _plain(node, batch)) is not None:
             return why
-        steps.append(node._failing)
+        steps.append(node.partition_function)
         node = node.parents[0]
-    if not isinstance(node, FileInputDStream) or node._reader is not read_text:
+    if not isinstance(node, FileInputDStream) or node.reader is not read_text:
         return f"{output.label} reads {node.label}, not textFileStream through per-record operators"
     if (why := _plain(node, batch)) is not None:
         return why
     graph = output.graph
-    if not _local(node._directory, graph) or not _local(prefix, graph):
+    if not _local(node.directory, graph) or not _local(prefix, graph):
         return f"{output.label} reads or writes a file system other than the local one"
     return Stretchable(output, node, tuple(reversed(steps)), reduce, prefix, suffix)
 
@@ -290,7 +290,7 @@ class ReplayStretch:
             return
         span: list[Time] = []
         for t in stretch_span(time, self._last, self._graph.batch_duration, self._most):
-            lists = [self._files_of(source, t) for source in self._sources]
+            lists = [source.files_for(t) for source in self._sources]
             if any(compressed(p) for paths in lists for p in paths):
                 break
             span.append(t)
@@ -302,15 +302,10 @@ class ReplayStretch:
             self._sources_count_zero(t)
         self.stretched += len(span)
 
-    @staticmethod
-    def _files_of(source: FileInputDStream, time: Time) -> list[str]:
-        recorded = source._batch_files.get(time)
-        return list(recorded) if recorded is not None else source._take_new_files(time)
-
     def _sources_count_zero(self, time: Time) -> None:
         # Until the stretch's job counts them: an interval whose job never runs read nothing.
         for source in self._sources:
-            source._record_count(time, 0)
+            source.set_record_count(time, 0)
 
     def job(self, output: OutputDStream, time: Time) -> Job | None:
         """Interval ``time``'s job for ``output`` when a stretch covers it (None: as live)."""
@@ -381,7 +376,7 @@ class ReplayStretch:
             fs.mkdirs(f"{root}/{t.ms}")
             staged[t] = f"{root}/{t.ms}"
         source = form.source
-        items = [(t.ms, p) for t in todo for p in source._batch_files.get(t, ())]
+        items = [(t.ms, p) for t in todo for p in source.recorded_files(t) or ()]
         files = LocalTaskFiles()
         counts = sc.accumulator({}, _KeyedCounts())
         tasks = assign_files(items, int(sc.defaultParallelism))
@@ -405,7 +400,7 @@ class ReplayStretch:
         for (ms, _split), n in counts.value.items():
             read[ms] += n
         for t in todo:
-            source._record_count(t, read.get(t.ms, 0))
+            source.set_record_count(t, read.get(t.ms, 0))
         return staged
 
 

@@ -218,7 +218,7 @@ class InputDStream(DStreamCore[Any]):
                 self._counter = self._graph.sc.accumulator({}, _KeyedCounts())
             return self._counter
 
-    def _record_count(self, time: Time, count: int) -> None:
+    def set_record_count(self, time: Time, count: int) -> None:
         """A source that knows how many records an interval has says so here."""
         self._known_counts[time] = count
 

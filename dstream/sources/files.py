@@ -174,7 +174,7 @@ class FileInputDStream(InputDStream):
                 )
             paths = self._take_new_files(time)
         if not paths:
-            self._record_count(time, 0)
+            self.set_record_count(time, 0)
             return self._graph.sc.emptyRDD()
         context = cast("StreamingContext", self._graph.context)
         return self._reader(context, [self._spark_path(p) for p in paths])
@@ -184,6 +184,27 @@ class FileInputDStream(InputDStream):
         # A listed local path is handed to Spark as file:///..., never resolved against
         # another default file system.
         return path if split_uri(path)[0] else "file://" + path
+
+    @property
+    def directory(self) -> str:
+        """The directory this stream reads new files from."""
+        return self._directory
+
+    @property
+    def reader(self) -> Callable[..., Any]:
+        """How a batch's files become an RDD (text lines, binary records, ...)."""
+        return self._reader
+
+    def recorded_files(self, time: Time) -> list[str] | None:
+        """The files interval ``time`` read, if they are on record (None: not chosen yet, or
+        forgotten)."""
+        return self._batch_files.get(time)
+
+    def files_for(self, time: Time) -> list[str]:
+        """The files interval ``time`` reads: those on record, else a new listing of the
+        directory (chosen, logged and recorded now)."""
+        recorded = self._batch_files.get(time)
+        return list(recorded) if recorded is not None else self._take_new_files(time)
 
     def _take_new_files(self, time: Time) -> list[str]:
         """List the directory for the new interval ``time``: choose, log, record."""

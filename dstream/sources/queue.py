@@ -79,10 +79,10 @@ class QueueInputDStream(InputDStream):
             if self._default is not None:
                 taken = [self._default]
             else:
-                self._record_count(time, 0)
+                self.set_record_count(time, 0)
                 return self._graph.sc.emptyRDD()
         counts = [n for _, n in taken]
         if all(n is not None for n in counts):
-            self._record_count(time, sum(n for n in counts if n is not None))
+            self.set_record_count(time, sum(n for n in counts if n is not None))
         rdds = [r for r, _ in taken]
         return rdds[0] if len(rdds) == 1 else self._graph.sc.union(rdds)

@@ -71,7 +71,7 @@ class RateInputDStream(InputDStream):
 
     def _read(self, time: Time) -> RDD[str]:
         total = records_in_interval(self._records_per_second, time.ms, self.slide_duration.ms)
-        self._record_count(time, total)
+        self.set_record_count(time, total)
         parts, seed, size, t = self._partitions, self._seed, self._record_bytes, time.ms
 
         def generate(p: int) -> list[str]:

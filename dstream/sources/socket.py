@@ -210,6 +210,6 @@ class SocketInputDStream(InputDStream):
         with self._buffer_lock:
             records, self._buffer = self._buffer, []
             self._buffer_lock.notify_all()  # room again: the receiver reads on
-        self._record_count(time, len(records))
+        self.set_record_count(time, len(records))
         sc = self._graph.sc
         return sc.parallelize(records) if records else sc.emptyRDD()

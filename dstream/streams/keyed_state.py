@@ -609,7 +609,7 @@ class TrackView(DStreamCore[Any]):
             return None
         return deltas.mapPartitions(lambda it: (kv for _, d in it for kv in view(d)), True)
 
-    def _count_node(self) -> DStreamCore[int]:
+    def count_node(self) -> DStreamCore[int]:
         """Live keys each interval, from the snapshots' recorded sizes and the deltas: costs
         what the changed keys cost, not what all keys cost (``track(...).count()``)."""
         from dstream.streams.transformed import TransformedDStream
@@ -622,7 +622,7 @@ class TrackView(DStreamCore[Any]):
             name="count",
         )
 
-    def _changes_node(self) -> DStreamCore[tuple[Any, Any]]:
+    def changes_node(self) -> DStreamCore[tuple[Any, Any]]:
         """``(key, new state)`` of the keys that changed in each interval; ``(key, None)``
         for keys removed by ``update`` or by their timeout (``track(...).changes()``)."""
         from dstream.streams.transformed import TransformedDStream

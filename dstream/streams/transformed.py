@@ -59,6 +59,21 @@ class TransformedDStream(DStreamCore[Any]):
     _narrow = False
 
     @property
+    def keyed_reduce(self) -> tuple[Callable[[Any, Any], Any], int] | None:
+        """reduceByKey's (func, numPartitions) if this transform is one (None otherwise)."""
+        return self._keyed_reduce
+
+    def mark_keyed_reduce(self, func: Callable[[Any, Any], Any], num_partitions: int) -> None:
+        """Say that this transform is ``reduceByKey(func, num_partitions)``: a replay may
+        then compute it over many intervals in one job (dstream.scheduler.stretch)."""
+        self._keyed_reduce = (func, num_partitions)
+
+    def mark_narrow(self) -> None:
+        """Say that this transform maps partition i to partition i (its name alone does not
+        say so): a tentative result's loss stays in the partitions it was in."""
+        self._narrow = True
+
+    @property
     def _loss_rule(self) -> str:  # type: ignore[override]
         if self._narrow:
             return "narrow"
@@ -124,6 +139,11 @@ class RecordsDStream(DStreamCore[Any]):
         self._preserves = preserves or kind in ("filter", "mapValues", "flatMapValues")
         # bad_records="fail": the same partition function every interval.
         self._failing = _plain(kind, uf.guarded(QUARANTINE_ADVICE))
+
+    @property
+    def partition_function(self) -> Callable[[Iterable[Any]], Iterable[Any]]:
+        """What this operator does to one partition's records (under bad_records="fail")."""
+        return self._failing
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdd = self._parents[0]._get_or_compute(time)
