@@ -85,7 +85,9 @@ class DStreamCore(Generic[T]):
         # For the stream a state operator returns: the state stream its checkpoint() sets.
         self._checkpoint_target: DStreamCore[Any] | None = None
         self._id = graph.register(self)
+        before = set(self.__dict__)
         self._init_transient()
+        self._check_transient(set(self.__dict__) - before)
         # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
         self._lock: threading.RLock = graph.lock
 
@@ -100,10 +102,30 @@ class DStreamCore(Generic[T]):
         # Intervals a live query still reads (see dstream.api.queries): not forgotten.
         self._pins: Counter[Time] = Counter()
 
+    @classmethod
+    def _transient_fields(cls) -> set[str]:
+        """Every ``_transient`` name of the class and of its bases."""
+        names: set[str] = set()
+        for klass in cls.__mro__:
+            names.update(klass.__dict__.get("_transient", ()))
+        return names
+
+    def _check_transient(self, rebuilt: set[str]) -> None:
+        """The declared transient fields are the ones ``_init_transient()`` set (``rebuilt``):
+        a misspelt name would leave the real field to be saved with the graph."""
+        declared = self._transient_fields()
+        if declared != rebuilt:
+            raise TypeError(
+                f"{type(self).__name__}._transient names "
+                f"{', '.join(map(repr, sorted(declared - rebuilt))) or 'nothing'}, which "
+                "_init_transient() does not set, and leaves out "
+                f"{', '.join(map(repr, sorted(rebuilt - declared))) or 'nothing'}, which it "
+                "sets; declare exactly the fields _init_transient() rebuilds (they are not "
+                "saved with the graph)"
+            )
+
     def __getstate__(self) -> dict[str, Any]:
-        skip: set[str] = set()
-        for cls in type(self).__mro__:
-            skip.update(cls.__dict__.get("_transient", ()))
+        skip = self._transient_fields()
         return {k: v for k, v in self.__dict__.items() if k not in skip}
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -77,11 +77,11 @@ class StateStream(DStreamCore[Any]):
     fixed_partitions: ClassVar[str | None] = "its partitions are not (key, state) records"
 
     _transient: ClassVar[tuple[str, ...]] = (
-        "published_ms",
+        "_published_ms",
         "_built_on",
-        "restoring",
-        "root",
-        "files",
+        "_restoring",
+        "_root",
+        "_files",
         "_restored_key",
         "_auto",
         "_completed_ms",
