@@ -143,7 +143,7 @@ _loader_lock = threading.Lock()
 _loaded: dict[str, tuple[Any, Any]] = {}  # resolved jar path -> (gateway, recorder Class)
 
 
-def _class_on_classpath(sc: SparkContext) -> bool:
+def class_on_classpath(sc: SparkContext) -> bool:
     """Whether the driver can already load the recorder (spark.jars, extraClassPath, ...)."""
     from py4j.protocol import Py4JJavaError
 
@@ -159,7 +159,7 @@ def _class_on_classpath(sc: SparkContext) -> bool:
     return True
 
 
-def _recorder_class_from_jar(sc: SparkContext, jar: Path) -> Any:
+def recorder_class_from_jar(sc: SparkContext, jar: Path) -> Any:
     gateway = gateway_of(sc)
     jvm = sc._jvm
     assert gateway is not None and jvm is not None
@@ -187,13 +187,13 @@ def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
     """
     jvm = sc._jvm
     assert jvm is not None
-    if _class_on_classpath(sc):
+    if class_on_classpath(sc):
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         return jvm.java.lang.Class.forName(name, True, loader)
     path = SHIM_JAR if jar is None else Path(jar)
     if not path.is_file():
         raise ShimMissingError(path)
-    return _recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
+    return recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
 
 
 _shipped: set[str] = set()

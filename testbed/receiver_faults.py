@@ -103,7 +103,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     if on_executors:  # clients connect once the receiver listens on its executor
         if not node._wait_for_receivers(1, 120):
             raise RuntimeError("the receiver did not start on an executor within 120 s")
-        receivers_before = node._receivers()
+        receivers_before = node.receivers()
     sent, failed = list[str](), list[str]()
     release = threading.Event()  # the client's second part, sent from just before the kill
     if which == "none":
@@ -148,7 +148,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
                                 "stored_blocks": len(node._blocks.known),
                                 "records_per_interval": {t: len(v) for t, v in values.items()},
                                 "refusals": node._refusals,
-                                "receivers": {i: r[0] for i, r in node._receivers().items()},
+                                "receivers": {i: r[0] for i, r in node.receivers().items()},
                                 "executors": sorted(executor_pids(sc.applicationId)),
                             },
                             default=str,
@@ -156,7 +156,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
                     )
                 block = node._pending_blocks()[0]
                 holders = sorted(block.executors, key=int)
-                receiver_executor = node._receivers()[0][0] if on_executors else None
+                receiver_executor = node.receivers()[0][0] if on_executors else None
                 if which == "receiver":
                     victim = str(receiver_executor)
                 elif which == "replica":
@@ -175,7 +175,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         client.join(timeout=60)
         intruder.join(timeout=60)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
-        receivers_after = node._receivers() if on_executors else {}
+        receivers_after = node.receivers() if on_executors else {}
     finally:
         release.set()  # (an error before the kill: the client must not wait for ever)
         ssc.stop(stopSparkContext=False)

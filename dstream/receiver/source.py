@@ -252,7 +252,7 @@ class ReceiverInputDStream(InputDStream):
             self._bound[index] = address
             self._blocks.lock.notify_all()
 
-    def _receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
+    def receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
         """index -> (executor id, address) of each receiver on an executor now listening."""
         return {} if self._remote is None else self._remote.receivers()
 
@@ -366,7 +366,7 @@ class ReceiverInputDStream(InputDStream):
     def _wait_for_receivers(self, count: int, timeout_s: float) -> bool:
         """Block until ``count`` receivers on executors listen (for tests and demos)."""
         with self._blocks.lock:
-            return self._blocks.lock.wait_for(lambda: len(self._receivers()) >= count, timeout_s)
+            return self._blocks.lock.wait_for(lambda: len(self.receivers()) >= count, timeout_s)
 
     def _kill_listener(self, index: int) -> None:
         """Close listening address ``index`` and its connections, as if that receiver died

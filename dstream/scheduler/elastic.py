@@ -332,9 +332,7 @@ class ElasticController(StreamingListener):
         and its clients reconnect, for nothing)."""
         found: set[str] = set()
         for source in self._graph.inputs:
-            receivers = getattr(source, "_receivers", None)
-            if receivers is not None:
-                found |= {executor for executor, _ in receivers().values()}
+            found |= {executor for executor, _ in source.receivers().values()}
         return found
 
     def _rescale_states(self, step: ScaleStep) -> None:

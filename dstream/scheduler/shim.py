@@ -23,10 +23,10 @@ from dstream.jvm import (
     RECORDER_CLASS,
     SHIM_JAR,
     ShimMissingError,
-    _class_on_classpath,
-    _recorder_class_from_jar,
+    class_on_classpath,
     gateway_of,
     invoke_static,
+    recorder_class_from_jar,
     shim_class,
 )
 
@@ -301,7 +301,7 @@ class TaskEventFeed:
 
         Raises ShimMissingError if the class is not on the classpath and the jar does not exist.
         """
-        if _class_on_classpath(sc):
+        if class_on_classpath(sc):
             jvm = sc._jvm
             assert jvm is not None
             recorder = jvm.io.dstream.shim.EventRecorder.install(sc._jsc.sc())
@@ -309,7 +309,7 @@ class TaskEventFeed:
             path = SHIM_JAR if jar is None else Path(jar)
             if not path.is_file():
                 raise ShimMissingError(path)
-            recorder = _install_via_reflection(sc, _recorder_class_from_jar(sc, path))
+            recorder = _install_via_reflection(sc, recorder_class_from_jar(sc, path))
         version = int(recorder.formatVersion())
         if version != FORMAT_VERSION:
             raise RuntimeError(

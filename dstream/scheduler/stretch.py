@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dstream.sources.base import _KeyedCounts
+from dstream.sources.base import KeyedCounts
 from dstream.sources.file_readers import read_text
 from dstream.sources.files import FileInputDStream
 from dstream.storage.commits import commit_interval, interval_path
@@ -378,7 +378,7 @@ class ReplayStretch:
         source = form.source
         items = [(t.ms, p) for t in todo for p in source.recorded_files(t) or ()]
         files = LocalTaskFiles()
-        counts = sc.accumulator({}, _KeyedCounts())
+        counts = sc.accumulator({}, KeyedCounts())
         tasks = assign_files(items, int(sc.defaultParallelism))
         task_root = qualify(root, sc)
         intervals = [t.ms for t in todo]

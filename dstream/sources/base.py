@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.state_base import StateStream
 
-__all__ = ["InputDStream", "generated_partitions"]
+__all__ = ["InputDStream", "KeyedCounts", "generated_partitions"]
 
 
-class _KeyedCounts(AccumulatorParam[dict[tuple[int, int], int]]):
+class KeyedCounts(AccumulatorParam[dict[tuple[int, int], int]]):
     """Accumulator of {(batch ms, partition): records}; merging overwrites, never adds."""
 
     def zero(self, value: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
@@ -159,6 +159,11 @@ class InputDStream(DStreamCore[Any]):
         """The records/s backpressure lets this source read next (None: no limit)."""
         return self._rate_limit
 
+    def receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
+        """index -> (executor id, address) of each receiver of this source running on an
+        executor now (none for a source without receivers)."""
+        return {}
+
     def set_rate_limit(self, rate: float | None) -> None:
         """Backpressure's new rate (records/s; None: no limit). Sources that wait for room
         override this to wake their waiters."""
@@ -215,7 +220,7 @@ class InputDStream(DStreamCore[Any]):
     def _ensure_counter(self) -> Accumulator[dict[tuple[int, int], int]]:
         with self._counter_lock:
             if self._counter is None:
-                self._counter = self._graph.sc.accumulator({}, _KeyedCounts())
+                self._counter = self._graph.sc.accumulator({}, KeyedCounts())
             return self._counter
 
     def set_record_count(self, time: Time, count: int) -> None:

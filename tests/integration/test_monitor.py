@@ -72,7 +72,7 @@ def test_without_the_shim_the_program_runs_and_says_what_is_missing(
     missing = tmp_path / "dstream-shim.jar"
     for module in (shim, jvm):  # the feed's names, and the loader's own (dstream.jvm)
         monkeypatch.setattr(module, "SHIM_JAR", missing)
-        monkeypatch.setattr(module, "_class_on_classpath", lambda sc: False)
+        monkeypatch.setattr(module, "class_on_classpath", lambda sc: False)
     monkeypatch.setattr(jvm, "_loaded", {})
     h: Harness = harness()
     seen: list[list[int]] = []

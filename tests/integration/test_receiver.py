@@ -240,7 +240,7 @@ def test_a_receiver_on_an_executor_stores_before_it_acknowledges(harness: Any) -
     h.ssc.start()
     assert stream._node._wait_for_receivers(1, 60)
     assert receiverAddresses(stream) == [("127.0.0.1", port)]
-    assert [executor for executor, _ in stream._node._receivers().values()] == ["driver"]
+    assert [executor for executor, _ in stream._node.receivers().values()] == ["driver"]
     sent = [f"r{i}".encode() for i in range(11)] + [b"\xff not UTF-8"]
     with ReceiverClient(receiverAddresses(stream), SECRET, block_records=5) as client:
         for record in sent:

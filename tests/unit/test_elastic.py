@@ -172,9 +172,9 @@ class FakeMonitor:
 
 
 class FakeReceiverSource:
-    _id = 0
+    id = 0
 
-    def _receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
+    def receivers(self) -> dict[int, tuple[str, tuple[str, int]]]:
         return {0: ("3", ("127.0.0.1", 9999))}
 
 
