@@ -50,9 +50,7 @@ class QueryOps(CommonOps[T]):
     # ---- reading intervals ------------------------------------------------------------------
     def latest(self) -> RDD[T]:
         """The RDD of the newest completed interval of this stream."""
-        node = self._node
-        with node._lock:  # the graph's: the newest interval cannot be forgotten meanwhile
-            return node.pinned(node.latest_time())
+        return self._node.pinned_latest()
 
     def at(self, time: object) -> RDD[T]:
         """The RDD of the interval ``time`` falls in: a :class:`Time`, a datetime, epoch

@@ -180,7 +180,7 @@ class ReceiverInputDStream(InputDStream):
         self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
         log.info("%s: receivers starting on executors at %s", self.label, self._wanted)
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         self._blocks.release_commits()  # the intervals completed before stop() are on record
         self._stopping.set()
         self._blocks.room_changed()  # receivers waiting for room give up

@@ -177,7 +177,7 @@ class BatchCoordinator:
         for stream in self._graph.streams:
             if isinstance(stream, StateStream):
                 keep = {refs[stream.id] for refs in self._recent_refs if stream.id in refs}
-                stream._delete_unused_checkpoints(keep)
+                stream.delete_unused_checkpoints(keep)
 
 
 def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:

@@ -260,7 +260,7 @@ class Engine:
         if self.checkpointer is not None:
             checkpointer = self.checkpointer
             parts.append(("checkpointer", lambda: checkpointer.stop(graceful=False)))
-        parts += [(f"input {s.id}", s._stop) for s in self.graph.inputs]
+        parts += [(f"input {s.id}", s.stop) for s in self.graph.inputs]
         if self.monitor is not None:
             parts.append(("executor monitor", self.monitor.stop))
         lease, coordinator = self.lease, self.coordinator
@@ -464,7 +464,7 @@ class Engine:
             if self.checkpointer is not None:
                 self.checkpointer.stop(graceful=graceful)
             for source in self.graph.inputs:
-                source._stop()
+                source.stop()
             if self.monitor is not None:
                 self.monitor.stop()
             self.bus.stop()

@@ -144,7 +144,7 @@ class InputDStream(DStreamCore[Any]):
     def start(self) -> None:
         """Called by ``ssc.start()``, before the first interval (receivers connect here)."""
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         """Called by ``ssc.stop()``."""
 
     def validate(self) -> None:

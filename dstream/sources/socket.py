@@ -99,7 +99,7 @@ class SocketInputDStream(InputDStream):
         )
         self._thread.start()
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         self._stopping.set()
         with self._buffer_lock:
             self._buffer_lock.notify_all()  # a receiver waiting for room gives up

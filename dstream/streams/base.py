@@ -428,6 +428,12 @@ class DStreamCore(Generic[T]):
         weakref.finalize(view, _unpin_all, pins)
         return view
 
+    def pinned_latest(self) -> RDD[T]:
+        """:meth:`pinned` of the newest completed interval (under the graph's lock: the
+        interval cannot be forgotten between finding it and pinning it)."""
+        with self._lock:
+            return self.pinned(self.latest_time())
+
     def _forgotten(self, time: Time) -> str:
         kept = sorted(self._generated)
         if not kept:

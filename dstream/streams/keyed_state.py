@@ -227,8 +227,8 @@ class ApproximatedState(StateStream):
         for t in times:
             self.unpin(t)
 
-    def _delete_unused_checkpoints(self, keep: set[int]) -> None:
-        super()._delete_unused_checkpoints(keep)
+    def delete_unused_checkpoints(self, keep: set[int]) -> None:
+        super().delete_unused_checkpoints(keep)
         if self._approx is None or self._root is None or self._published_ms is None:
             return
         # A restart rebuilds from the oldest checkpoint a record still on disk names: the

@@ -120,7 +120,7 @@ class StateStream(DStreamCore[Any]):
         # A restored program that asked for another partition count than the journal's.
         self._wanted_partitions: int | None = None
         # Checkpoint directories may exist that no live checkpoint accounts for (a replay
-        # state sweeps them once none is live; see _delete_unused_checkpoints).
+        # state sweeps them once none is live; see delete_unused_checkpoints).
         self._unswept = True
         # The records each partition folded in, per interval (tentative results' rates).
         self._ledger = Ledger()
@@ -473,7 +473,7 @@ class StateStream(DStreamCore[Any]):
                 live.add(self._published_ms)
         return live
 
-    def _delete_unused_checkpoints(self, keep: set[int]) -> None:
+    def delete_unused_checkpoints(self, keep: set[int]) -> None:
         """Delete checkpoints older than the newest live one, unless in ``keep``
         (referenced by a metadata record still on disk)."""
         if self._root is None:
