@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from dstream.listener import ListenerBus
     from dstream.scheduler.stretch import ReplayStretch
     from dstream.settings import StreamingSettings
-    from dstream.sources.base import InputDStream
     from dstream.storage.journal import JournalRecord
     from dstream.storage.ownership import Lease
     from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.output import Job, OutputDStream
+    from dstream.streams.protocol import InputNode
     from dstream.streams.state_base import StateStream
 
 __all__ = ["DStreamGraph", "Runtime", "graph_of"]
@@ -118,7 +118,7 @@ class DStreamGraph:
         self.tentative = TentativeNotes(self)
         _graphs[context] = weakref.ref(self)
         self.streams: list[DStreamCore[Any]] = []
-        self.inputs: list[InputDStream] = []
+        self.inputs: list[InputNode] = []
         self.outputs: list[OutputDStream] = []
         self._zero_time: Time | None = None
         self._remember_duration: Duration | None = None
@@ -154,7 +154,7 @@ class DStreamGraph:
         takes this graph's services and lock (it already names this graph, unless the record
         predates streams' graph)."""
         self.streams = list(streams)
-        self.inputs = [cast("InputDStream", streams[i]) for i in inputs]
+        self.inputs = [cast("InputNode", streams[i]) for i in inputs]
         self.outputs = [cast("OutputDStream", streams[i]) for i in outputs]
         self._remember_duration = remember
         for stream in self.streams:
@@ -164,7 +164,7 @@ class DStreamGraph:
         self.streams.append(stream)
         return len(self.streams) - 1
 
-    def add_input(self, stream: InputDStream) -> None:
+    def add_input(self, stream: InputNode) -> None:
         self.inputs.append(stream)
 
     def add_output(self, stream: OutputDStream) -> int:
@@ -216,7 +216,7 @@ class DStreamGraph:
             # intervals still consumes both): inputs stay faithful to wall-clock intervals.
             for source in self.inputs:
                 try:
-                    source._get_or_compute(time)
+                    cast("DStreamCore[Any]", source)._get_or_compute(time)  # a node of this graph
                 except Exception:
                     log.exception("%s failed to produce interval %s", source.label, time)
             for out in self.outputs:
