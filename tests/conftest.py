@@ -52,6 +52,7 @@ CLOCK_FAULTS = (
     "cluster/test_executor_loss.py",
     "cluster/test_approximate.py",
     "recovery/test_replay_kill.py",
+    "recovery/test_rescale_restart.py",
 )
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 

@@ -66,6 +66,10 @@ class StateStream(DStreamCore[Any]):
         super().__init__(parents[0].graph, parents, name=name, user_functions=user_functions)
         # The partition count of each interval's state (rescale() adds steps).
         self._schedule = PartitionSchedule(num_partitions)
+        # The count the program's code asks for (numPartitions=, or rescale() before start):
+        # journaled, so that a restarted driver tells a changed program (rescale to its new
+        # count) from the same program (keep the counts run-time rescales gave the state).
+        self._declared_partitions: int | None = num_partitions
         self._storage_level = STATE
         self._root: str | None = None
         # How this state survives the loss of its partitions (see dstream.streams.strategy).
@@ -75,6 +79,8 @@ class StateStream(DStreamCore[Any]):
     _unbounded: ClassVar[str | None] = "its state depends on every interval since the start"
     # Why the state cannot change its partition count (None: it can, see rescale()).
     fixed_partitions: ClassVar[str | None] = "its partitions are not (key, state) records"
+    # (None in a graph saved before the declared count was: the same program as the journal's.)
+    _declared_partitions: int | None = None
 
     _transient: ClassVar[tuple[str, ...]] = (
         "_published_ms",
@@ -212,6 +218,7 @@ class StateStream(DStreamCore[Any]):
         with self._lock:
             if self._zero_time is None:
                 self._schedule.start_with(count)
+                self._declared_partitions = count
                 return None
             newest = max(self._generated, default=self._zero_time)
             if self._completed_ms is not None:
@@ -605,6 +612,7 @@ class StateStream(DStreamCore[Any]):
             "auto": None if self._auto is None else list(self._auto),
             "floor_ms": None if floor is None else floor.ms,
             "partitions": self._schedule.steps(),
+            "declared_partitions": self._declared_partitions,
         }
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -629,12 +637,16 @@ class StateStream(DStreamCore[Any]):
         self._restored_floor_ms = state.get("floor_ms")
         steps = state.get("partitions") or ([(0, old_count)] if old_count else None)
         if steps and self.fixed_partitions is None:
-            # The counts the intervals had; a program asking for another count now rescales
-            # at its first interval (SPATE: forward, not rolled back).
-            wanted = self._schedule.latest
+            # The counts the intervals had, run-time rescales (and the elastic policy's)
+            # included: SPATE's rule, a rescale is never rolled back by a restart. Only a
+            # program whose code asks for another count than the one that wrote the journal
+            # rescales, at its first interval. (A journal from before the declared count was
+            # recorded: its first step is the count that program started with.)
+            declared_then = int(state.get("declared_partitions") or steps[0][1])
             self._schedule.replace(steps)
-            if wanted != self._schedule.latest:
-                self._wanted_partitions = wanted
+            now = self._declared_partitions or declared_then
+            if now not in (declared_then, self._schedule.latest):
+                self._wanted_partitions = now
         auto = state.get("auto")
         if self._strategy.kind == "auto" and auto is not None:
             self._auto = (auto[0], auto[1])
