@@ -87,7 +87,7 @@ class DStreamCore(Generic[T]):
         self._id = graph.register(self)
         before = set(self.__dict__)
         self._init_transient()
-        self._check_transient(set(self.__dict__) - before)
+        _check_transient(self, set(self.__dict__) - before)
         # Guards ``generated``: the scheduler fills it while a shell thread may slice() it.
         self._lock: threading.RLock = graph.lock
 
@@ -102,30 +102,8 @@ class DStreamCore(Generic[T]):
         # Intervals a live query still reads (see dstream.api.queries): not forgotten.
         self._pins: Counter[Time] = Counter()
 
-    @classmethod
-    def _transient_fields(cls) -> set[str]:
-        """Every ``_transient`` name of the class and of its bases."""
-        names: set[str] = set()
-        for klass in cls.__mro__:
-            names.update(klass.__dict__.get("_transient", ()))
-        return names
-
-    def _check_transient(self, rebuilt: set[str]) -> None:
-        """The declared transient fields are the ones ``_init_transient()`` set (``rebuilt``):
-        a misspelt name would leave the real field to be saved with the graph."""
-        declared = self._transient_fields()
-        if declared != rebuilt:
-            raise TypeError(
-                f"{type(self).__name__}._transient names "
-                f"{', '.join(map(repr, sorted(declared - rebuilt))) or 'nothing'}, which "
-                "_init_transient() does not set, and leaves out "
-                f"{', '.join(map(repr, sorted(rebuilt - declared))) or 'nothing'}, which it "
-                "sets; declare exactly the fields _init_transient() rebuilds (they are not "
-                "saved with the graph)"
-            )
-
     def __getstate__(self) -> dict[str, Any]:
-        skip = self._transient_fields()
+        skip = _transient_fields(type(self))
         return {k: v for k, v in self.__dict__.items() if k not in skip}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -367,21 +345,6 @@ class DStreamCore(Generic[T]):
                     rdd.unpersist(blocking=False)
 
     # ---- pins: what a live query reads stays --------------------------------------------------
-    def _pin_lineage(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
-        """Pin the interval ``time`` of this stream and of every stream it is computed from;
-        returns the pins, for :meth:`unpin`."""
-        pins: list[tuple[DStreamCore[Any], Time]] = []
-        todo = [(self, time)]
-        with self._lock:
-            while todo:
-                stream, t = todo.pop()
-                if (stream, t) in pins:
-                    continue
-                stream._pins[t] += 1
-                pins.append((stream, t))
-                todo.extend(stream._parent_times(t))
-        return pins
-
     def pin(self, time: Time) -> None:
         """Keep the interval ``time`` of this stream (not forgotten) until :meth:`unpin`."""
         with self._lock:
@@ -420,8 +383,8 @@ class DStreamCore(Generic[T]):
             if rdd is None and self._can_compute(time):
                 rdd = self._get_or_compute(time)
             if rdd is None:
-                raise ValueError(self._forgotten(time))
-            pins = self._pin_lineage(time)
+                raise ValueError(_forgotten(self.label, time, sorted(self._generated)))
+            pins = _pin_lineage(self, time)
         view: RDD[T] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
         view.partitioner = rdd.partitioner
         view.interval = time  # type: ignore[attr-defined]  # which interval a query read
@@ -433,18 +396,6 @@ class DStreamCore(Generic[T]):
         interval cannot be forgotten between finding it and pinning it)."""
         with self._lock:
             return self.pinned(self.latest_time())
-
-    def _forgotten(self, time: Time) -> str:
-        kept = sorted(self._generated)
-        if not kept:
-            remembered = "it remembers no interval"
-        else:
-            remembered = f"it remembers {kept[0]} to {kept[-1]} ({len(kept)} intervals)"
-        return (
-            f"{self.label} no longer has interval {time}: {remembered}. Keep more with "
-            "stream.remember('10m') (or ssc.remember) before ssc.start(), and "
-            "StreamingSettings.max_history if it is set"
-        )
 
     def remembered_between(self, first: Time, last: Time) -> list[Time]:
         """The intervals from ``first`` to ``last`` (on the slide's grid) still remembered."""
@@ -490,6 +441,56 @@ class DStreamCore(Generic[T]):
     def _cached_rdds(self) -> list[RDD[Any]]:
         """The RDDs this stream persisted and still remembers (released at stop())."""
         return list(self._generated.values())
+
+
+def _transient_fields(cls: type[DStreamCore[Any]]) -> set[str]:
+    """Every ``_transient`` name of ``cls`` and of its bases."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        names.update(klass.__dict__.get("_transient", ()))
+    return names
+
+
+def _check_transient(node: DStreamCore[Any], rebuilt: set[str]) -> None:
+    """The declared transient fields are the ones ``_init_transient()`` set (``rebuilt``): a
+    misspelt name would leave the real field to be saved with the graph."""
+    declared = _transient_fields(type(node))
+    if declared != rebuilt:
+        raise TypeError(
+            f"{type(node).__name__}._transient names "
+            f"{', '.join(map(repr, sorted(declared - rebuilt))) or 'nothing'}, which "
+            "_init_transient() does not set, and leaves out "
+            f"{', '.join(map(repr, sorted(rebuilt - declared))) or 'nothing'}, which it "
+            "sets; declare exactly the fields _init_transient() rebuilds (they are not "
+            "saved with the graph)"
+        )
+
+
+def _pin_lineage(node: DStreamCore[Any], time: Time) -> list[tuple[DStreamCore[Any], Time]]:
+    """Pin the interval ``time`` of ``node`` and of every stream it is computed from (under
+    the graph's lock); returns the pins, for :func:`_unpin_all`."""
+    pins: list[tuple[DStreamCore[Any], Time]] = []
+    todo = [(node, time)]
+    while todo:
+        stream, t = todo.pop()
+        if (stream, t) in pins:
+            continue
+        stream._pins[t] += 1
+        pins.append((stream, t))
+        todo.extend(stream._parent_times(t))
+    return pins
+
+
+def _forgotten(label: str, time: Time, kept: list[Time]) -> str:
+    if not kept:
+        remembered = "it remembers no interval"
+    else:
+        remembered = f"it remembers {kept[0]} to {kept[-1]} ({len(kept)} intervals)"
+    return (
+        f"{label} no longer has interval {time}: {remembered}. Keep more with "
+        "stream.remember('10m') (or ssc.remember) before ssc.start(), and "
+        "StreamingSettings.max_history if it is set"
+    )
 
 
 def _unpin_all(pins: list[tuple[DStreamCore[Any], Time]]) -> None:
