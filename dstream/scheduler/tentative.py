@@ -379,7 +379,13 @@ class TentativeController:
         if time not in self._scheduler.pending():
             return
         self._emitted.add(time.ms)
-        outputs = [o for o in self._tentative_outputs() if o._id in self._affected]
+        # An output whose exact result of ``time`` came first gives no tentative one (its
+        # gate drops one that gets there later; this only saves computing it).
+        outputs = [
+            o
+            for o in self._tentative_outputs()
+            if o._id in self._affected and not o.tentative_closed(time)
+        ]
         prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
         with self._graph.lock:
             tentative = TentativePass(self._graph, time, self._affected, self._chains)
@@ -398,8 +404,13 @@ class TentativeController:
         for out, rdd, fidelity, lost in prepared:
             view = _marked(rdd, time, fidelity)
             try:
-                assert out._tentative_fn is not None
-                out._tentative_fn(time, view)
+                if not out.deliver_tentative(time, view):
+                    log.info(
+                        "tentative result of %s at %s dropped: its exact result came first",
+                        out._label,
+                        time,
+                    )
+                    continue
             except Exception as exc:
                 log.warning("tentative result of %s at %s failed: %s", out._label, time, exc)
                 continue
