@@ -386,21 +386,31 @@ class TentativeController:
             for o in self._tentative_outputs()
             if o._id in self._affected and not o.tentative_closed(time)
         ]
-        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
+        built: list[tuple[OutputDStream, RDD[Any]]] = []
         with self._graph.lock:
             tentative = TentativePass(self._graph, time, self._affected, self._chains)
             with tentative:
                 for out in outputs:
                     try:
                         rdd = tentative.rdd(out, time)
-                        fidelity = output_fidelity(tentative.loss(out, time))
                     except Exception as exc:
                         log.warning("tentative result of %s at %s: %s", out._label, time, exc)
                         continue
                     if rdd is not None:
-                        prepared.append((out, rdd, fidelity, self._lost_of(out)))
+                        built.append((out, rdd))
         _pool(self._sc, TENTATIVE_POOL if self._fair else None)
         self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
+        self._read_back(tentative, time)
+        # Each result's fidelity from the partitions its states lacked (known only now).
+        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
+        with self._graph.lock, tentative:
+            for out, rdd in built:
+                try:
+                    fidelity = output_fidelity(tentative.loss(out, time))
+                except Exception as exc:
+                    log.warning("tentative result of %s at %s: %s", out._label, time, exc)
+                    continue
+                prepared.append((out, rdd, fidelity, self._lost_of(out)))
         for out, rdd, fidelity, lost in prepared:
             view = _marked(rdd, time, fidelity)
             try:
@@ -429,6 +439,40 @@ class TentativeController:
             self._bus.post("onTentativeOutput", info)
         for older in tentative.superseded:  # read by this interval's results, not again
             older.unpersist(blocking=False)
+
+    def _read_back(self, tentative: TentativePass, time: Time) -> None:
+        """Compute the tentative states ``tentative`` read from the blocks that survived
+        (cached: the outputs' jobs then read them) and take the partitions their tasks
+        found lost into the chains. The controller looked the lost blocks up when the first
+        executor's loss was reported; a second executor killed at the same time may be
+        reported later (after this interval's tentative result, the first one), while its
+        blocks are already gone when the tasks read them."""
+        notes = self._graph.tentative
+        by_id = {s._id: s for s in self._graph.streams}
+        changed = False
+        for sid, rdd in tentative.read_back:
+            try:
+                rdd._jrdd.count()  # the JVM side, cached: no record shipped to Python
+            except Exception as exc:
+                log.info("tentative outputs: computing a tentative state failed: %s", exc)
+                continue
+            found = notes.lost_blocks(sid, time)
+            chain = self._chains.get(sid)
+            if chain is None or not found - chain.lost:
+                continue
+            more = found - chain.lost
+            log.info(
+                "tentative outputs: %s also lost partitions %s (found by the tasks at %s)",
+                by_id[sid]._label,
+                sorted(more),
+                time,
+            )
+            chain.lost = chain.lost | more
+            chain.missing.update({p: [] for p in more})
+            chain.recovered = False
+            changed = True
+        if changed:
+            tentative.reassess()
 
     def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
         by_id = {s._id: s for s in self._graph.streams}
