@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
+from dstream.scheduler.coordinator import given_names
 from dstream.scheduler.replicas import Candidate, plan
 from dstream.streams.fidelity import output_fidelity
 from dstream.streams.keyed_state import StateDStream
@@ -476,9 +477,10 @@ class TentativeController:
 
     def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
         by_id = {s._id: s for s in self._graph.streams}
+        named = given_names(self._graph.streams)
         upstream = {p._id for p in _ancestors(out)}
         return {
-            by_id[sid]._user_name or by_id[sid]._label: sorted(c.lost)
+            named.get(sid) or by_id[sid]._label: sorted(c.lost)
             for sid, c in self._chains.items()
             if sid in upstream and c.lost and not c.recovered
         }
