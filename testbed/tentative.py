@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -141,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         "--manual", type=int, default=0, help="N intervals back to back on a ManualClock, no kill"
     )
     p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also report every Spark listener event of the run (bench/engine/tentative_delay.py)",
+    )
+    p.add_argument(
         "--save",
         default=None,
         help="also saveAsTextFiles(tentative=True) the top-k state under this directory",
@@ -250,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
 
         ssc.addStreamingListener(Tentatives())
         ssc.start()
+        monitor = engine_of(ssc).monitor
+        feed = monitor.subscribe() if args.timeline and monitor is not None else None
+        result["t0_ms"] = int(t0 * 1000)
+        result["group_prefix"] = engine_of(ssc).job_group_prefix
         zero = engine_of(ssc).graph._zero_time
         assert zero is not None
         result["zero_ms"] = zero.ms
@@ -302,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                 rdd = s._state_rdd(s._latest_time())
                 if rdd is not None:
                     result["state_bytes"][s._user_name or s._label] = sum(sizes(rdd))
+        if feed is not None:
+            result["events"] = [
+                {"type": type(e).__name__, **dataclasses.asdict(e)} for e in feed.poll()
+            ]
         ssc.stop(stopSparkContext=False)
         controller = engine_of(ssc).tentative
         result["episodes"] = 0 if controller is None else controller.episodes
