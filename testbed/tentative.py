@@ -15,7 +15,11 @@ The program, on the system clock (2 s intervals), reads the rate source (Zipf-li
 
 For each output and interval the run reports the tentative result (its records, fidelity,
 and when it arrived, wall ms after the interval's end) and the exact one (records, arrival,
-and how many times the output was called with it: once, for exactly-once delivery).
+and how many times the output was called with it: once, for exactly-once delivery), and for
+each call the order in which it began and returned among all calls (``*_seq``). With
+``--save DIR`` the top-k state is also saved with ``saveAsTextFiles(tentative=True)`` and
+the run lists what is left in ``DIR`` (committed intervals; a tentative directory left
+behind would be there too).
 :func:`oracle` computes the exact answers from the rate source's own generator.
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -136,6 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--manual", type=int, default=0, help="N intervals back to back on a ManualClock, no kill"
     )
+    p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also report every Spark listener event of the run (bench/engine/tentative_delay.py)",
+    )
+    p.add_argument(
+        "--save",
+        default=None,
+        help="also saveAsTextFiles(tentative=True) the top-k state under this directory",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkContext
@@ -191,29 +206,41 @@ def main(argv: list[str] | None = None) -> int:
         trending = now.join(window, PARTITIONS)
         outputs = result["outputs"]
         lock = threading.Lock()
+        # Every call of the outputs gets a number when it begins and when it returns: the
+        # order of an interval's tentative and exact calls, whatever the clocks say.
+        calls = iter(range(1 << 62))
 
         def recorder(kind: str) -> Any:
             def record(t: Any, rdd: Any) -> None:
+                tentative = bool(getattr(rdd, "tentative", False))
+                which = "tentative" if tentative else "exact"
+                with lock:
+                    slot = outputs[kind].setdefault(
+                        str(t.ms), {"exact_calls": 0, "tentative_calls": 0}
+                    )
+                    slot[f"{which}_calls"] += 1
+                    began = next(calls)
                 if kind == "top":
                     records: Any = rdd.top(TOP, key=lambda kv: (kv[1], kv[0]))
                 else:
                     records = dict(rdd.collect())
                 arrived = int(time.time() * 1000) - t.ms
                 with lock:
-                    slot = outputs[kind].setdefault(str(t.ms), {"exact_calls": 0})
-                    if getattr(rdd, "tentative", False):
+                    slot.setdefault(f"{which}_seq", []).append([began, next(calls)])
+                    if tentative:
                         slot["tentative"] = records
                         slot["fidelity"] = rdd.fidelity
                         slot["tentative_after_ms"] = arrived
                     else:
                         slot["exact"] = records
                         slot["exact_after_ms"] = arrived
-                        slot["exact_calls"] += 1
 
             return record
 
         totals.foreachRDD(recorder("top"), tentative=True, priority=2)
         trending.foreachRDD(recorder("trending"), tentative=True, priority=1)
+        if args.save:
+            totals.saveAsTextFiles(os.path.join(args.save, "totals"), "txt", tentative=True)
         infos: list[dict[str, Any]] = []
 
         class Tentatives(StreamingListener):
@@ -229,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
 
         ssc.addStreamingListener(Tentatives())
         ssc.start()
+        monitor = engine_of(ssc).monitor
+        feed = monitor.subscribe() if args.timeline and monitor is not None else None
+        result["t0_ms"] = int(t0 * 1000)
+        result["group_prefix"] = engine_of(ssc).job_group_prefix
         zero = engine_of(ssc).graph.zero_time
         assert zero is not None
         result["zero_ms"] = zero.ms
@@ -272,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         generated = last.last_generated
         if generated is not None:
             ssc.wait_for_batch(generated, 300)
+            result["completed_ms"] = generated.ms  # every output of it and before it ran
         from dstream.streams.surviving import sizes
 
         result["state_bytes"] = {}
@@ -280,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                 rdd = s.state_rdd(s.latest_time())
                 if rdd is not None:
                     result["state_bytes"][s.user_name or s.label] = sum(sizes(rdd))
+        if feed is not None:
+            result["events"] = [
+                {"type": type(e).__name__, **dataclasses.asdict(e)} for e in feed.poll()
+            ]
         ssc.stop(stopSparkContext=False)
         controller = engine_of(ssc).tentative
         result["episodes"] = 0 if controller is None else controller.episodes
@@ -290,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(s, StateStream) and s.replicated
         }
         result["processing_ms"] = [p["durationMs"]["processing"] for p in ssc.recentProgress]
+        if args.save:
+            # What saveAsTextFiles left: the committed intervals and any tentative directory.
+            result["saved"] = sorted(os.listdir(args.save))
     finally:
         sc.stop()
     print(json.dumps(result), flush=True)

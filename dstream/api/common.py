@@ -151,10 +151,12 @@ class CommonOps(Generic[T]):
         inverse) ``numPartitions`` partitions from the next interval on, without losing,
         doubling or recounting a record: before ``start()`` it is simply the count it
         starts with; while running (from the program or the live shell) the interval it
-        takes effect at is returned. Doubling or halving moves the state without a shuffle
-        (each new partition reads one or two old ones where they are cached); other counts
-        shuffle an updateStateByKey state once (a window's new partitions read every old
-        one). The counts are journaled: a restarted driver replays each interval at the
+        takes effect at is returned. From ``n`` to ``m`` partitions, a key can only move to
+        a new partition that draws on ``n / gcd(n, m)`` old ones: where that is at most two
+        (doubling, halving, 4 -> 6, 2 -> 3) the state moves without a shuffle, each new
+        partition reading its old ones where they are cached; other counts (6 -> 4, 3 -> 4)
+        shuffle an updateStateByKey state once, and a window's new partitions read every
+        old one. The counts are journaled: a restarted driver replays each interval at the
         count it had."""
         target = self._node.checkpoint_target or self._node
         if not isinstance(target, StateStream):

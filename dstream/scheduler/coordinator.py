@@ -186,18 +186,31 @@ def journal_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
     A state is named by setName() on the stream its operator returned (``track()``'s view,
     a window's filtered result), which then goes by ``<name>#view``: the name binds the
     state, whatever the user held."""
+    given = given_names(streams)
+    names = {}
+    for stream, rank in ranked(streams):
+        if stream.user_name and stream.checkpoint_target is not None:
+            names[stream.id] = f"{stream.user_name}#view"
+        else:
+            names[stream.id] = given.get(stream.id) or f"{stream.operator}#{rank}"
+    return names
+
+
+def given_names(streams: list[DStreamCore[Any]]) -> dict[int, str]:
+    """The name setName() gave each stream that has one: its own, or for a state, the one
+    given to the stream its operator returned (``track()``'s view, a window's result). The
+    name the journal, ``dstream status``, progress records and ``state.<name>`` metrics
+    show for a state."""
     by_view = {
         id(s.checkpoint_target): s.user_name
         for s in streams
         if s.checkpoint_target is not None and s.user_name
     }
     names = {}
-    for stream, rank in ranked(streams):
-        if stream.user_name and stream.checkpoint_target is not None:
-            names[stream.id] = f"{stream.user_name}#view"
-        else:
-            name = stream.user_name or by_view.get(id(stream))
-            names[stream.id] = name or f"{stream.operator}#{rank}"
+    for stream in streams:
+        name = stream.user_name or by_view.get(id(stream))
+        if name:
+            names[stream.id] = name
     return names
 
 

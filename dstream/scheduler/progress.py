@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dstream.listener import BatchInfo, StreamingListener
+from dstream.scheduler.coordinator import given_names
 from dstream.streams.state_base import StateStream
 from dstream.time import human_time
 
@@ -71,8 +72,11 @@ def progress_record(engine: Engine, info: BatchInfo) -> dict[str, Any]:
             entry["rateLimit"] = round(source.rate_limit, 1)
         sources.append(entry)
     sizes = _cached_sizes(engine.sc)
+    # A state's name is the one setName() gave it or the stream its operator returned, as
+    # in the journal (else the operator and where it was called).
+    names = given_names(engine.graph.streams)
     states = [
-        s.progress(info.batch_time, sizes)
+        {**s.progress(info.batch_time, sizes), "name": names.get(s.id, s.label)}
         for s in engine.graph.streams
         if isinstance(s, StateStream)
     ]

@@ -65,7 +65,7 @@ from dstream.listener import (
     StreamingListenerOutputOperationCompleted,
     StreamingListenerOutputOperationStarted,
 )
-from dstream.scheduler.coordinator import Position
+from dstream.scheduler.coordinator import Position, given_names
 from dstream.scheduler.events import (
     CheckpointFailed,
     CheckpointWritten,
@@ -384,7 +384,8 @@ class JobScheduler:
 
     # ---- state checkpoints --------------------------------------------------------------------
     def _checkpoint_info(self, stream: StateStream, time: Time, **kw: Any) -> CheckpointInfo:
-        return CheckpointInfo(stream.label, stream.user_name, time, **kw)
+        name = given_names(self._graph.streams).get(stream.id)
+        return CheckpointInfo(stream.label, name, time, **kw)
 
     def _checkpoint_written(self, stream: StateStream, time: Time, seconds: float) -> None:
         self._checkpoint_failures.pop(stream.id, None)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
+from dstream.scheduler.coordinator import given_names
 from dstream.scheduler.replicas import Candidate, plan
 from dstream.streams.fidelity import output_fidelity
 from dstream.streams.keyed_state import StateDStream
@@ -379,26 +380,48 @@ class TentativeController:
         if time not in self._scheduler.pending():
             return
         self._emitted.add(time.ms)
-        outputs = [o for o in self._tentative_outputs() if o.id in self._affected]
-        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
+        # An output whose exact result of ``time`` came first gives no tentative one (its
+        # gate drops one that gets there later; this only saves computing it).
+        outputs = [
+            o
+            for o in self._tentative_outputs()
+            if o.id in self._affected and not o.tentative_closed(time)
+        ]
+        built: list[tuple[OutputDStream, RDD[Any]]] = []
         with self._graph.lock:
             tentative = TentativePass(self._graph, time, self._affected, self._chains)
             with tentative:
                 for out in outputs:
                     try:
                         rdd = tentative.rdd(out, time)
-                        fidelity = output_fidelity(tentative.loss(out, time))
                     except Exception as exc:
                         log.warning("tentative result of %s at %s: %s", out.label, time, exc)
                         continue
                     if rdd is not None:
-                        prepared.append((out, rdd, fidelity, self._lost_of(out)))
+                        built.append((out, rdd))
         _pool(self._sc, TENTATIVE_POOL if self._fair else None)
         self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
+        self._read_back(tentative, time)
+        # Each result's fidelity from the partitions its states lacked (known only now).
+        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
+        with self._graph.lock, tentative:
+            for out, rdd in built:
+                try:
+                    fidelity = output_fidelity(tentative.loss(out, time))
+                except Exception as exc:
+                    log.warning("tentative result of %s at %s: %s", out.label, time, exc)
+                    continue
+                prepared.append((out, rdd, fidelity, self._lost_of(out)))
         for out, rdd, fidelity, lost in prepared:
             view = _marked(rdd, time, fidelity)
             try:
-                out.deliver_tentative(time, view)
+                if not out.deliver_tentative(time, view):
+                    log.info(
+                        "tentative result of %s at %s dropped: its exact result came first",
+                        out.label,
+                        time,
+                    )
+                    continue
             except Exception as exc:
                 log.warning("tentative result of %s at %s failed: %s", out.label, time, exc)
                 continue
@@ -418,11 +441,46 @@ class TentativeController:
         for older in tentative.superseded:  # read by this interval's results, not again
             older.unpersist(blocking=False)
 
+    def _read_back(self, tentative: TentativePass, time: Time) -> None:
+        """Compute the tentative states ``tentative`` read from the blocks that survived
+        (cached: the outputs' jobs then read them) and take the partitions their tasks
+        found lost into the chains. The controller looked the lost blocks up when the first
+        executor's loss was reported; a second executor killed at the same time may be
+        reported later (after this interval's tentative result, the first one), while its
+        blocks are already gone when the tasks read them."""
+        notes = self._graph.tentative
+        by_id = {s.id: s for s in self._graph.streams}
+        changed = False
+        for sid, rdd in tentative.read_back:
+            try:
+                rdd._jrdd.count()  # the JVM side, cached: no record shipped to Python
+            except Exception as exc:
+                log.info("tentative outputs: computing a tentative state failed: %s", exc)
+                continue
+            found = notes.lost_blocks(sid, time)
+            chain = self._chains.get(sid)
+            if chain is None or not found - chain.lost:
+                continue
+            more = found - chain.lost
+            log.info(
+                "tentative outputs: %s also lost partitions %s (found by the tasks at %s)",
+                by_id[sid].label,
+                sorted(more),
+                time,
+            )
+            chain.lost = chain.lost | more
+            chain.missing.update({p: [] for p in more})
+            chain.recovered = False
+            changed = True
+        if changed:
+            tentative.reassess()
+
     def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
         by_id = {s.id: s for s in self._graph.streams}
+        named = given_names(self._graph.streams)
         upstream = {p.id for p in _ancestors(out)}
         return {
-            by_id[sid].user_name or by_id[sid].label: sorted(c.lost)
+            named.get(sid) or by_id[sid].label: sorted(c.lost)
             for sid, c in self._chains.items()
             if sid in upstream and c.lost and not c.recovered
         }

@@ -291,16 +291,17 @@ class DStreamCore(Generic[T]):
     # How the loss of a tentative RDD follows from its parents' (dstream.streams.fidelity).
     _loss_rule: ClassVar[str] = "mix"
 
-    def _tentative(self, time: Time, tentative: TentativePass) -> tuple[RDD[T] | None, Loss]:
-        """This stream's RDD of ``time`` in a tentative pass (its parents' are the pass's),
-        and its loss."""
+    def _tentative(self, time: Time, tentative: TentativePass) -> RDD[T] | None:
+        """This stream's RDD of ``time`` in a tentative pass (its parents' are the pass's)."""
+        return self._compute(time)
+
+    def _tentative_loss_in(self, time: Time, tentative: TentativePass, rdd: RDD[T]) -> Loss:
+        """The loss of ``rdd``, this stream's RDD of ``time`` in a tentative pass: its
+        parents' by this operator's rule."""
         from dstream.streams.tentative import combine
 
-        rdd = self._compute(time)
-        if rdd is None:
-            return None, Loss.none(1)
         parents = [tentative.loss(p, t) for p, t in self._loss_parents(time)]
-        return rdd, combine(self._loss_rule, parents, rdd.getNumPartitions())
+        return combine(self._loss_rule, parents, rdd.getNumPartitions())
 
     def _loss_parents(self, time: Time) -> list[tuple[DStreamCore[Any], Time]]:
         """The parent RDDs whose losses this stream's RDD of ``time`` inherits."""

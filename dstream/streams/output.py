@@ -3,6 +3,7 @@ output stream for a job (``generate_job``) and runs it in that interval's Spark 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-__all__ = ["Job", "OutputDStream"]
+__all__ = ["DeliveryGate", "Job", "OutputDStream"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,53 @@ class Job:
     release: Callable[[], None] | None = None
     # The first job of an interval: what streams do before the interval's jobs run.
     before: Callable[[], None] | None = None
+
+
+class DeliveryGate:
+    """The order in which one output hands over an interval's results: its tentative results
+    (while a lost state is recomputed) only before its exact one, never after it and never
+    during it. The exact delivery closes the interval to tentative ones first, then waits
+    for a tentative delivery already under way to end (so a ``saveAsTextFiles`` exact commit
+    deletes a tentative directory that is whole, not one being written); a tentative one
+    that comes later is dropped. The decision is made under one lock, whichever thread
+    (the output's job, the tentative controller's) comes first.
+
+    Exact deliveries come in interval order (the scheduler's ordering gate), so closing
+    every interval up to the newest exact one is closing each.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._exact_upto: int | None = None  # the newest interval whose exact result began
+        self._busy: set[int] = set()  # intervals whose tentative delivery is under way
+
+    def closed(self, time_ms: int) -> bool:
+        """The exact result of ``time_ms`` was (or is being) delivered: no tentative one."""
+        with self._cond:
+            return self._exact_upto is not None and time_ms <= self._exact_upto
+
+    def tentative(self, time_ms: int, deliver: Callable[[], None]) -> bool:
+        """Run ``deliver`` unless the exact result of ``time_ms`` came first; False: dropped."""
+        with self._cond:
+            if self._exact_upto is not None and time_ms <= self._exact_upto:
+                return False
+            self._busy.add(time_ms)
+        try:
+            deliver()
+        finally:
+            with self._cond:
+                self._busy.discard(time_ms)
+                self._cond.notify_all()
+        return True
+
+    def exact(self, time_ms: int, deliver: Callable[[], None]) -> None:
+        """Close ``time_ms`` to tentative results, wait for one under way, then ``deliver``."""
+        with self._cond:
+            if self._exact_upto is None or time_ms > self._exact_upto:
+                self._exact_upto = time_ms
+            while time_ms in self._busy:
+                self._cond.wait()
+        deliver()
 
 
 class OutputDStream(DStreamCore[Any]):
@@ -66,6 +114,7 @@ class OutputDStream(DStreamCore[Any]):
         self._priority = priority
         if text_target is not None:
             self._text_target = text_target
+        self._gate = DeliveryGate()
         self._output_index = self._graph.add_output(self)
 
     @property
@@ -91,14 +140,21 @@ class OutputDStream(DStreamCore[Any]):
         wanted = self._tentative_wanted
         return self._graph.settings.tentative_outputs if wanted is None else wanted
 
-    def deliver_tentative(self, time: Time, rdd: RDD[Any]) -> None:
-        """Deliver a tentative result of interval ``time`` (only if :attr:`gives_tentative`)."""
-        if self._tentative_fn is None:
-            raise RuntimeError(f"{self.label} gives no tentative results")
-        self._tentative_fn(time, rdd)
-
     def _compute(self, time: Time) -> RDD[Any] | None:
         return self._parents[0]._get_or_compute(time)
+
+    def deliver_tentative(self, time: Time, rdd: RDD[Any]) -> bool:
+        """Hand ``rdd``, a tentative result of ``time``, to this output, unless its exact
+        result of ``time`` was delivered first (then it is dropped: False)."""
+        fn = self._tentative_fn
+        if fn is None:
+            return False
+        return self._gate.tentative(time.ms, lambda: fn(time, rdd))
+
+    def tentative_closed(self, time: Time) -> bool:
+        """Whether the exact result of ``time`` was delivered (a tentative one would be
+        dropped: no need to compute it)."""
+        return self._gate.closed(time.ms)
 
     # saveAsTextFiles' (prefix, suffix): a replay may compute this output's intervals in
     # stretches (dstream.scheduler.stretch).
@@ -112,14 +168,14 @@ class OutputDStream(DStreamCore[Any]):
         if rdd is None:
             return None
         share_kryo(rdd)
-        fn, label = self._fn, self.label
+        fn, label, gate = self._fn, self.label, self._gate
         if self.gives_tentative:  # the exact result, as a tentative one is marked
             rdd.tentative = False  # type: ignore[attr-defined]
             rdd.fidelity = 1.0  # type: ignore[attr-defined]
 
         def run() -> None:
             try:
-                fn(time, rdd)
+                gate.exact(time.ms, lambda: fn(time, rdd))
             except UserFunctionError:
                 raise
             except Exception as exc:

@@ -548,7 +548,10 @@ class StateStream(DStreamCore[Any]):
         holds and the share of them missing (PPA's rate and information loss)."""
         raise NotImplementedError(f"{self.label} gives no tentative results")
 
-    def _tentative(self, time: Time, tentative: TentativePass) -> tuple[RDD[Any] | None, Loss]:
+    def _tentative_loss_in(self, time: Time, tentative: TentativePass, rdd: RDD[Any]) -> Loss:
+        return self._tentative_loss(time, tentative.chains[self._id])
+
+    def _tentative(self, time: Time, tentative: TentativePass) -> RDD[Any] | None:
         from dstream.streams.surviving import surviving
 
         chain = tentative.chains[self._id]
@@ -558,31 +561,40 @@ class StateStream(DStreamCore[Any]):
             # The lost partitions are cached again: the exact state, and the intervals since.
             exact = self.state_rdd(chain.exact_time)
             if exact is None:
-                return None, Loss.none(1)
+                return None
             times = [
                 chain.exact_time + slide * (i + 1)
                 for i in range((time - chain.exact_time).ms // slide.ms)
             ]
-            previous, saved = surviving(exact), None
+            previous, saved = surviving(exact), self._read_back_from(chain, time)
             chain.missing = {}
         elif newest is not None and newest[0] == time - slide:
             previous, saved, times = newest[1], None, [time]
         else:
             exact = self.state_rdd(chain.exact_time)
             if exact is None or chain.exact_time != time - slide:
-                return None, Loss.none(1)
-            previous = surviving(exact, chain.lost)
-            directory = (
-                None if chain.checkpoint_ms is None else self._checkpoint_dir(chain.checkpoint_ms)
-            )
-            saved, times = Saved(self._files, directory), [time]
+                return None
+            previous, saved = surviving(exact, chain.lost), self._read_back_from(chain, time)
+            times = [time]
         rdd = self._tentative_step(time, previous, times, saved)
         rdd.persist(memory_only())
         tentative.persisted.append(rdd)
+        if saved is not None:
+            tentative.read_back.append((self._id, rdd))
         if newest is not None:
             tentative.superseded.append(newest[1])
         chain.newest = (time, rdd)
-        return rdd, self._tentative_loss(time, chain)
+        return rdd
+
+    def _read_back_from(self, chain: StateChain, time: Time) -> Saved:
+        """Where the tentative state of ``time`` reads a lost block back from (the chain's
+        checkpoint), its tasks noting which blocks they found lost: more than the chain
+        knows when another executor's loss is not reported yet (two killed at once)."""
+        directory = (
+            None if chain.checkpoint_ms is None else self._checkpoint_dir(chain.checkpoint_ms)
+        )
+        notes = self._graph.tentative.accumulator()
+        return Saved(self._files, directory, notes, self._id, time.ms)
 
     def _section_counter(
         self, times: list[Time], saved: Saved | None = None

@@ -143,15 +143,20 @@ def section_counter(
 
 
 def substituting(
-    records: Iterable[Any], read_saved: Callable[[], list[Any]] | None
+    records: Iterable[Any],
+    read_saved: Callable[[], list[Any]] | None,
+    on_lost: Callable[[], None] | None = None,
 ) -> Iterator[Any]:
     """A merge task's input whose previous state may be one ``LostBlock`` record: replaced by
-    ``read_saved()`` (the partition's last checkpoint), or by nothing."""
+    ``read_saved()`` (the partition's last checkpoint), or by nothing; ``on_lost()`` hears
+    that the block was lost."""
     it = iter(records)
     first = next(it, None)
     if first is None:
         return iter(())
     if type(first[0]) is LostBlock:
+        if on_lost is not None:
+            on_lost()
         saved = [] if read_saved is None else read_saved()
         return itertools.chain(saved, it)
     return itertools.chain([first], it)
@@ -185,6 +190,9 @@ class TentativePass:
         self._token: contextvars.Token[TentativePass | None] | None = None
         self.persisted: list[RDD[Any]] = []  # tentative states cached by this pass
         self.superseded: list[RDD[Any]] = []  # older tentative states the pass built on
+        # Tentative states read from the blocks that survived (stream id, RDD): which of
+        # their partitions were lost is what their tasks find (TentativeNotes.lost_blocks).
+        self.read_back: list[tuple[int, RDD[Any]]] = []
 
     def __enter__(self) -> TentativePass:
         self._token = _CURRENT.set(self)
@@ -199,23 +207,27 @@ class TentativePass:
         if key not in self._rdds:
             if not node._is_time_valid(time):
                 return None
-            rdd, loss = node._tentative(time, self)
-            self._rdds[key] = rdd
-            if rdd is not None:
-                self._losses[key] = loss
+            self._rdds[key] = node._tentative(time, self)
         return self._rdds[key]
 
     def loss(self, node: DStreamCore[Any], time: Time) -> Loss:
-        """The loss of ``node``'s RDD of ``time`` in this pass (nothing lost for a stream the
-        failure does not reach)."""
+        """The loss of ``node``'s RDD of ``time`` in this pass, from the chains as they are
+        now (nothing lost for a stream the failure does not reach)."""
         key = (node.id, time.ms)
         if key in self._losses:
             return self._losses[key]
         if node.id in self.affected:
-            self.rdd(node, time)
-            return self._losses.get(key, Loss.none(1))
-        rdd = node._get_or_compute(time)
-        return Loss.none(rdd.getNumPartitions() if rdd is not None else 1)
+            rdd = self.rdd(node, time)
+            if rdd is None:
+                return Loss.none(1)
+            self._losses[key] = node._tentative_loss_in(time, self, rdd)
+            return self._losses[key]
+        exact = node._get_or_compute(time)
+        return Loss.none(exact.getNumPartitions() if exact is not None else 1)
+
+    def reassess(self) -> None:
+        """Forget the losses worked out so far: a chain learnt of more lost partitions."""
+        self._losses.clear()
 
 
 def combine(rule: str, parents: list[Loss], partitions: int) -> Loss:
@@ -250,6 +262,23 @@ class TentativeNotes:
                 self._acc = self._graph.sc.accumulator({}, SlotNotes())
             return self._acc
 
+    def lost_blocks(self, stream: int, time: Time) -> frozenset[int]:
+        """The partitions whose block the tentative state of ``stream`` at ``time`` found
+        lost (and read back from the checkpoint, or started empty), as its tasks noted."""
+        with self._lock:
+            acc = self._acc
+        if acc is None:
+            return frozenset()
+        notes: dict[NoteSlot, Any] = acc.value
+        mine = [
+            slot
+            for slot in list(notes)
+            if slot.kind == "lost" and slot.stream == stream and slot.time_ms == time.ms
+        ]
+        for slot in mine:
+            notes.pop(slot, None)
+        return frozenset(slot.partition for slot in mine)
+
     def harvest(self, time: Time) -> None:
         """Give each state its partitions' records of the intervals up to ``time``."""
         with self._lock:
@@ -270,10 +299,15 @@ class TentativeNotes:
 @dataclass(frozen=True)
 class Saved:
     """Where a tentative state reads a lost partition back from: a checkpoint's directory
-    (None: nowhere, the partition starts empty)."""
+    (None: nowhere, the partition starts empty); ``notes`` (the program's TentativeNotes
+    accumulator, None: not told) hears which partitions were lost, in the slot of ``stream``
+    at ``time_ms``."""
 
     files: Any
     directory: str | None
+    notes: Any = None
+    stream: int = -1
+    time_ms: int = -1
 
     def reader(self, split: int) -> Callable[[], list[Any]] | None:
         if self.directory is None:
@@ -289,4 +323,13 @@ def substitution(saved: Saved | None) -> Callable[[int, Iterable[Any]], Iterable
     replaced by the partition as ``saved`` has it (None: nothing to replace)."""
     if saved is None:
         return None
-    return lambda split, records: substituting(records, saved.reader(split))
+    notes, stream, time_ms = saved.notes, saved.stream, saved.time_ms
+
+    def substitute(split: int, records: Iterable[Any]) -> Iterable[Any]:
+        on_lost = None
+        if notes is not None:
+            slot = NoteSlot(stream, time_ms, split, "lost")
+            on_lost = lambda: notes.add({slot: 1})  # noqa: E731
+        return substituting(records, saved.reader(split), on_lost)
+
+    return substitute

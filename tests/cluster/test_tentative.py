@@ -41,9 +41,10 @@ def run(cluster: StandaloneCluster, *extra: str) -> dict[str, Any]:
 
 
 def test_killed_workers_give_tentative_results_then_the_exact_ones(
-    cluster: StandaloneCluster,
+    cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
-    result = run(cluster, "--seconds", "22", "--kill-at", "11", "--kill", "2")
+    saved = tmp_path / "saved"
+    result = run(cluster, "--seconds", "22", "--kill-at", "11", "--kill", "2", "--save", str(saved))
     assert len(result["killed"]) == 2 and result["episodes"] >= 1, (
         result["controller"],
         result["holders"],
@@ -60,6 +61,7 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
         times, result["zero_ms"], batch_ms=result["batch_ms"], window_s=result["window_s"]
     )
     tentative = 0
+    first: dict[str, int] = {}  # each output's first interval with a tentative result
     for kind in ("top", "trending"):
         exact_times = [int(t) for t, slot in outputs[kind].items() if "exact" in slot]
         # Every interval up to the last one delivered got its exact result, once.
@@ -75,10 +77,33 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
                 assert slot["exact"] == {w: list(v) for w, v in want["trending"][t].items()}
             if "tentative" in slot:
                 tentative += 1
+                first.setdefault(kind, t)
+                # Each tentative call of the interval returned before its exact call began
+                # (issue #61: one came 0.9 s after the exact call had returned).
+                last_tentative = max(end for _, end in slot["tentative_seq"])
+                assert last_tentative < slot["exact_seq"][0][0], (kind, t, slot)
                 exact = want[kind][t]
                 measured = accuracy(kind, slot["tentative"], exact)
                 assert 0 <= slot["fidelity"] <= 1
+                # Within 0.1 on every interval, the first one after the kill included
+                # (issue #61: 0.681 against 0.343 there, its survivors taken too early).
+                print(f"{kind} {t}: fidelity {slot['fidelity']:.3f} measured {measured:.3f}")
                 assert abs(measured - slot["fidelity"]) <= 0.1, (kind, t, measured, slot)
-    assert tentative >= 2, "no tentative result was delivered"
+    assert tentative >= 2 and first, "no tentative result was delivered"
     # The listener heard them too, naming what each was computed without.
-    assert {i["label"].split(" at ")[0] for i in result["listener"]} == {"foreachRDD"}
+    labels = {i["label"].split(" at ")[0] for i in result["listener"]}
+    assert "foreachRDD" in labels and labels <= {"foreachRDD", "saveAsTextFiles"}, labels
+    # saveAsTextFiles committed every interval delivered exactly, and no tentative directory
+    # outlived its interval's exact commit.
+    names = result["saved"]
+    committed = {int(n[len("totals-") : -len(".txt")]) for n in names if n.startswith("totals-")}
+    # (An interval after the last one the run waited for may have reached the first
+    # outputs only: the stop cancels the rest.)
+    done = [t for t in times if t <= result["completed_ms"]]
+    assert done and set(done) <= committed, sorted(set(done) - committed)
+    left = [
+        n
+        for n in names
+        if n.startswith("totals.tentative-") and n.replace(".tentative", "") in names
+    ]
+    assert not left, left

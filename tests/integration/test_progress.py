@@ -69,3 +69,47 @@ def test_the_console_line(harness: Any, capsys: pytest.CaptureFixture[str]) -> N
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"[{human_time(1000)}]  3 rows  ")
     assert " rows/s  processing " in line and " ms  delay " in line
+
+
+def test_a_state_named_through_the_stream_its_operator_returned_goes_by_that_name(
+    harness: Any, tmp_path: Path
+) -> None:
+    """setName() on a window's or track()'s result names its state in the journal, in
+    `dstream status`, in progress records, in checkpoint events and in the `state.<name>`
+    metrics alike (issue #61: the last three showed the operator and its call site)."""
+    from operator import add, sub
+
+    from dstream import StreamingListener
+    from dstream.scheduler.coordinator import journal_names
+    from dstream.scheduler.webui import state_metric_names
+
+    h: Harness = harness()
+    h.ssc.checkpoint(str(tmp_path / "ckpt"))
+    pairs = h.ssc.queueStream([[("a", 1), ("b", 1)], [("a", 1)]])
+    window = pairs.reduceByKeyAndWindow(add, sub, 2).setName("recent words")
+    sessions = pairs.track(lambda k, e: e, lambda k, s, e: s + e, 3).setName("sessions")
+    totals = pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0))
+    for stream in (window, sessions, totals):
+        stream.checkpoint(1).foreachRDD(lambda rdd: rdd.count())
+    checkpointed: set[str | None] = set()
+
+    class Checkpoints(StreamingListener):
+        def onCheckpointCompleted(self, info: Any) -> None:
+            checkpointed.add(info.name)
+
+    h.ssc.addStreamingListener(Checkpoints())
+    h.ssc.start()
+    h.run_batches(2)
+    engine = engine_of(h.ssc)
+    engine.checkpointer.wait_idle(60)
+    engine.bus.wait_until_empty(60)
+    last = h.ssc.lastProgress
+    assert last is not None
+    names = [s["name"] for s in last["stateOperators"]]
+    assert names[:2] == ["recent words", "sessions"], names
+    assert names[2].startswith("updateStateByKey at test_progress.py:")  # no name given
+    assert state_metric_names(names)[:2] == ["recent_words", "sessions"]
+    journaled = journal_names(engine.graph.streams)
+    states = [s for s in engine.graph.streams if s.is_state]
+    assert [journaled[s._id] for s in states][:2] == names[:2]
+    assert {"recent words", "sessions"} <= checkpointed

@@ -71,3 +71,27 @@ def test_a_narrow_plan_reads_every_old_partition_a_key_can_come_from(old: int, n
 @pytest.mark.parametrize(("old", "new"), [(4, 9), (8, 3), (6, 1), (6, 4)])
 def test_no_narrow_plan_where_a_shuffle_moves_less(old: int, new: int) -> None:
     assert narrow_plan(old, new) is None
+
+
+def test_what_rescale_and_the_docs_say_moves_narrowly_is_what_does() -> None:
+    """rescale()'s docstring and docs/recovery.md name counts that move without a shuffle
+    and counts that shuffle (issue #61: the docstring said every count but doubling and
+    halving shuffles, while 4 -> 6 is narrow)."""
+    import re
+    from pathlib import Path
+
+    from dstream.api.common import CommonOps
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "recovery.md").read_text()
+    bullet = docs.split("**Narrow where hashing allows**", 1)[1].split("- **", 1)[0]
+    pairs = re.compile(r"(\d+) -> (\d+)")
+    for where in (CommonOps.rescale.__doc__ or "", bullet):
+        text = " ".join(where.split())
+        narrow = text.split("at most two", 1)[1].split("without a shuffle", 1)[0]
+        shuffled = re.split("[Oo]ther counts", text, maxsplit=1)[1].split("shuffle", 1)[0]
+        narrow_pairs, shuffled_pairs = pairs.findall(narrow), pairs.findall(shuffled)
+        assert ("4", "6") in narrow_pairs and shuffled_pairs, text
+        for a, b in narrow_pairs:
+            assert narrow_plan(int(a), int(b)) is not None, (a, b)
+        for a, b in shuffled_pairs:
+            assert narrow_plan(int(a), int(b)) is None, (a, b)
