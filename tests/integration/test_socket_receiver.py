@@ -357,7 +357,10 @@ def test_lines_received_after_a_restart_never_go_to_the_intervals_of_its_downtim
         clock = ManualClock(restarted_at)
         second = StreamingContext.getOrCreate(str(ckpt), lambda: setup(clock), clock=clock)
         second.start()
-        server.accept().sendall(b"one\ntwo\nthree\n")  # received at restarted_at
+        server.accept().sendall(b"one\ntwo\nthree\n")
+        # The clock stays at restarted_at until the catch-up intervals are done, the first
+        # of which waited for the lines: they were received at restarted_at.
+        assert second.wait_for_batch(Time(T0 + 5 * b), WAIT_S)
         clock.advance(T0 + 6 * b - restarted_at)
         assert second.wait_for_batch(Time(T0 + 6 * b), WAIT_S)
         second.stop(stopSparkContext=False)
