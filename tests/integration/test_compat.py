@@ -145,7 +145,7 @@ class _Completed:
             return self.cond.wait_for(lambda: ms in self.times, 120)
 
 
-class Engine:
+class EngineDriver:
     """How the test drives one engine's StreamingContext on its manual clock."""
 
     module: str
@@ -166,7 +166,7 @@ class Engine:
         raise NotImplementedError
 
 
-class PySparkEngine(Engine):
+class PySparkEngine(EngineDriver):
     module = "pyspark.streaming"
 
     @contextmanager
@@ -196,7 +196,7 @@ class PySparkEngine(Engine):
         return True
 
 
-class DStreamEngine(Engine):
+class DStreamEngine(EngineDriver):
     module = "dstream"
 
     @contextmanager
@@ -262,7 +262,7 @@ def working_directory(sc: Any, where: Path) -> Iterator[None]:
 
 
 def run_example(
-    sc: Any, engine: Engine, case: Case, work: Path, capsys: pytest.CaptureFixture[str]
+    sc: Any, engine: EngineDriver, case: Case, work: Path, capsys: pytest.CaptureFixture[str]
 ) -> str:
     """What the example prints on ``engine``, run over ``case``'s batches in ``work``."""
     source = (SPARK_EXAMPLES / f"{case.name}.py").read_text()
