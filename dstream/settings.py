@@ -130,6 +130,7 @@ class ElasticPolicy:
 
 FailedIntervalPolicy = Literal["continue", "halt"]
 BadRecordsPolicy = Literal["fail", "quarantine"]
+ExistingCheckpointPolicy = Literal["set_aside", "refuse"]
 _ZERO_ALLOWED = frozenset({"output_retry_backoff"})
 
 
@@ -228,6 +229,13 @@ class StreamingSettings:
     # Whether the replica planner weighs each output's priority (False: every output counts
     # the same, for comparisons).
     replica_priorities: bool = True
+    # What start() does when the program did not come from getOrCreate() and its
+    # checkpoint directory holds another program's metadata (Spark's own
+    # stateful_network_wordcount.py, run a second time): "set_aside" (pyspark.streaming's:
+    # a new program starts; the old one's metadata, state checkpoints, output commits and
+    # quarantined records are moved to <dir>/previous/, and a warning names getOrCreate) or
+    # "refuse" (start() raises CheckpointDirectoryError).
+    existing_checkpoint: ExistingCheckpointPolicy = "set_aside"
 
     def __post_init__(self) -> None:
         owner = "StreamingSettings"
@@ -275,6 +283,13 @@ class StreamingSettings:
                 f"{owner} bad_records {self.bad_records!r} must be 'fail' (a record whose "
                 "function raises fails its interval, as pyspark.streaming) or 'quarantine' "
                 "(it is set aside with its error, see ssc.quarantined())"
+            )
+        if self.existing_checkpoint not in ("set_aside", "refuse"):
+            raise ValueError(
+                f"{owner} existing_checkpoint {self.existing_checkpoint!r} must be 'set_aside' "
+                "(a new program starts, the old one's files are moved to <dir>/previous/, as "
+                "pyspark.streaming starts afresh) or 'refuse' (start() raises; resume the old "
+                "program with StreamingContext.getOrCreate)"
             )
         if not isinstance(self.backpressure, bool):
             raise TypeError(f"{owner} backpressure must be a bool, got {self.backpressure!r}")

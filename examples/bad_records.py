@@ -3,6 +3,7 @@ every later one (their state depends on it). With bad_records="quarantine" the l
 aside with its error, interval and operator, and the program goes on.
 
     python examples/bad_records.py
+    spark-submit --master URL examples/bad_records.py
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def parse(line: str) -> tuple[str, int]:
 
 
 def main() -> dict[str, Any]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("bad-records"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("bad-records"))
     settings = StreamingSettings(bad_records="quarantine")
     ssc = StreamingContext(sc, 1, settings=settings)
     lines = ssc.queueStream([sc.parallelize(batch, 2) for batch in LINES], default=[])

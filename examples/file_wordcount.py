@@ -2,6 +2,7 @@
 interval's counts are saved exactly once (a directory per interval, renamed into place).
 
     python examples/file_wordcount.py [SECONDS]
+    spark-submit --master URL examples/file_wordcount.py [SECONDS]
 
 It writes its own input: a thread drops a small file of words into the watched directory
 twice a second (written under a hidden name, then renamed: a file stream reads a file once,
@@ -38,7 +39,7 @@ def write_files(directory: Path, stop: threading.Event) -> int:
 
 
 def main(seconds: float = 10) -> dict[str, int]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("file-wordcount"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("file-wordcount"))
     work = Path(tempfile.mkdtemp(prefix="file-wordcount-"))
     incoming, out = work / "in", work / "out"
     incoming.mkdir()

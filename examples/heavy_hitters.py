@@ -11,6 +11,7 @@ only ever undercounts by the lost bytes), and BOUND far below the threshold keep
 positives few: here 6 KB against 60 KB.
 
     python examples/heavy_hitters.py [SECONDS]
+    spark-submit --master URL examples/heavy_hitters.py [SECONDS]
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def packets(interval: int, n: int = 400) -> list[tuple[str, str, int]]:
 
 
 def main(seconds: float = 8, intervals: int = 30) -> dict[str, Any]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("heavy-hitters"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("heavy-hitters"))
     ssc = StreamingContext(sc, 1)
     stream = ssc.queueStream([packets(i) for i in range(intervals)])
     cells = stream.flatMap(

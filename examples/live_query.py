@@ -3,6 +3,7 @@ one key's total, and SQL on a view that always reads the newest interval, while 
 goes on (the same queries `dstream shell APP.py` lets you type).
 
     python examples/live_query.py [SECONDS]
+    spark-submit --master URL examples/live_query.py [SECONDS]
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dstream import StreamingContext
 
 
 def main(seconds: float = 6) -> dict[str, Any]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("live-query"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("live-query"))
     spark = SparkSession(sc)
     ssc = StreamingContext(sc, 1)
     words = ssc.rateStream(300, seed=3).flatMap(str.split).map(lambda w: (w, 1))

@@ -4,6 +4,7 @@ interval left off (state from its checkpoint, the intervals since recomputed, th
 missed while it was down run), each interval's totals saved exactly once.
 
     python examples/recoverable_totals.py CHECKPOINT_DIR [SECONDS]
+    spark-submit --master URL examples/recoverable_totals.py CHECKPOINT_DIR [SECONDS]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dstream import StreamingContext
 
 
 def main(checkpoint: str, seconds: float = 10) -> dict[str, Any]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("totals"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("totals"))
     fresh = []
 
     def setup() -> StreamingContext:

@@ -4,6 +4,7 @@ every interval prints how many sessions are active. An interval costs what its a
 expiring sessions cost, not what all sessions cost.
 
     python examples/sessions_track.py
+    spark-submit --master URL examples/sessions_track.py
 
 The input is a queue of one batch of (user, event) pairs per interval, so the output is the
 same on every run.
@@ -32,7 +33,7 @@ BATCHES = [
 
 
 def main() -> list[tuple[Any, list[tuple[str, int]]]]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("sessions"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("sessions"))
     ssc = StreamingContext(sc, 1)
     events = ssc.queueStream([sc.parallelize(batch, 2) for batch in BATCHES], default=[])
 

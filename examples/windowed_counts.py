@@ -3,6 +3,7 @@ interval adds the words that arrived and subtracts those that left the window (a
 function), instead of summing 10 intervals again.
 
     python examples/windowed_counts.py [SECONDS]
+    spark-submit --master URL examples/windowed_counts.py [SECONDS]
 
 The input is the rate source: deterministic lines of words generated on the executors, so
 the example needs no files and a recomputed interval reads the same words.
@@ -22,7 +23,7 @@ from dstream import StreamingContext
 
 
 def main(seconds: float = 10) -> list[tuple[Any, list[tuple[str, int]], list[tuple[str, int]]]]:
-    sc = SparkContext.getOrCreate(SparkConf().setMaster("local[2]").setAppName("windowed"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("windowed"))
     ssc = StreamingContext(sc, 1)
     ssc.checkpoint(tempfile.mkdtemp(prefix="windowed-"))  # a window with an inverse is state
 

@@ -53,7 +53,7 @@ from dstream.settings import StreamingSettings
 from dstream.sparkconf import conf_flag, conf_number
 from dstream.storage.filesystem import filesystem_for, join
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
-from dstream.storage.ownership import claim
+from dstream.storage.ownership import claim, owners_on_record
 from dstream.streams.copartitioned import SectionMarks
 from dstream.streams.graph import DStreamGraph, graph_of
 from dstream.time import Duration, Time
@@ -214,6 +214,8 @@ class Engine:
         if journal is not None:
             self._give_rdds_the_checkpoint_dir()
         self.lease = None if journal is None else claim(journal.fs, journal.directory)
+        if journal is not None and self.restored_from is None and journal.holds_records():
+            self._set_aside_old_program(journal)
         self.monitor = self._start_monitor()
         self.web_ui = attach_web_ui(self, self.monitor)
         self.coordinator = BatchCoordinator(graph, journal, self.lease, self.monitor)
@@ -408,15 +410,38 @@ class Engine:
             fs = filesystem_for(self.checkpoint_dir, self.sc)
             journal = MetadataJournal(fs, self.checkpoint_dir)
             journal.check_directory(create=True)
-            if journal.read_latest() is not None:
+            if self.settings.existing_checkpoint == "refuse" and journal.holds_records():
                 raise CheckpointDirectoryError(
                     f"checkpoint directory {self.checkpoint_dir} already holds the metadata "
-                    "of a streaming program; resume it with StreamingContext.getOrCreate("
-                    f"{self.checkpoint_dir!r}, setup), or choose a new directory"
+                    "of a streaming program, and StreamingSettings(existing_checkpoint="
+                    "'refuse') keeps a new program from replacing it; resume it with "
+                    f"StreamingContext.getOrCreate({self.checkpoint_dir!r}, setup), or "
+                    "choose a new directory"
                 )
         journal.delete_stale_temporaries()
         self.journal = journal
         return journal
+
+    def _set_aside_old_program(self, journal: MetadataJournal) -> None:
+        """A program that did not come from getOrCreate() starts in a directory holding
+        another program's metadata: a new program, as pyspark.streaming starts one. This
+        driver's epoch is taken first, so a driver of the old program that still runs stops
+        at its next write (FencedError); then the old program's files are moved aside,
+        never mixed with the new one's, and never deleted."""
+        assert self.lease is not None
+        older = owners_on_record(journal.fs, journal.directory)[1:2]
+        where = journal.set_aside(f"before-epoch-{self.lease.epoch:012d}")
+        log.warning(
+            "checkpoint directory %s held another streaming program's metadata%s: this "
+            "StreamingContext was not made by StreamingContext.getOrCreate(), so a new program "
+            "starts, as in pyspark.streaming; the old program's files are now in %s. To resume "
+            "a program, create it with StreamingContext.getOrCreate(%r, setup); to refuse "
+            "instead, StreamingSettings(existing_checkpoint='refuse')",
+            journal.directory,
+            f" (its last driver: {older[0]})" if older else "",
+            where,
+            journal.directory,
+        )
 
     def _storage_root(self) -> str:
         """Where streams keep their own files: the checkpoint directory, or, when none is set

@@ -15,6 +15,13 @@ Spark's ``SocketReceiver`` (under its ``ReceiverSupervisor``):
   connection and ``onReceiverStopped`` the context's ``stop()``. A line cut by a failed
   connection is lost with it (a stream that ends cleanly gives its last line).
 
+Each line goes to the first interval that ends after it was received (on the streaming
+clock): an interval takes the buffered lines received before its end and leaves the later
+ones to the next. So a line is never in an interval that ended before it arrived: the
+intervals a restarted driver generates for its downtime, which all ended before its receiver
+connected again, are empty (what was sent meanwhile goes to the first interval after the
+restart), and a late interval (a backlog) takes only what arrived before its end.
+
 A plain TCP text protocol has no acknowledgements, so the sender cannot resend what a crashed
 driver had received: this source is as (un)reliable as pyspark.streaming's. Use a file source
 for input that must survive a driver failure.
@@ -66,6 +73,7 @@ class SocketInputDStream(InputDStream):
 
     _transient: ClassVar[tuple[str, ...]] = (
         "_buffer",
+        "_arrivals",
         "_buffer_lock",
         "_stopping",
         "_thread",
@@ -77,6 +85,9 @@ class SocketInputDStream(InputDStream):
     def _init_transient(self) -> None:
         super()._init_transient()
         self._buffer: list[str] = []
+        # (end, received_ms) per stored chunk, oldest first: the buffer's lines up to index
+        # `end` (exclusive) not in an earlier chunk arrived at received_ms.
+        self._arrivals: list[tuple[int, int]] = []
         # Guards the buffer; waited on by the receiver (for room) and by tests (for lines).
         self._buffer_lock = threading.Condition()
         self._stopping = threading.Event()
@@ -147,12 +158,14 @@ class SocketInputDStream(InputDStream):
                     self._sock = sock
                 info = self._info(True)
                 self._graph.bus.post("onReceiverStarted", StreamingListenerReceiverStarted(info))
+                clock = self._graph.clock
                 while True:
                     data = sock.recv(_CHUNK_BYTES)
+                    received = clock.now().ms
                     if not data:
-                        self._store(decoder.finish())
+                        self._store(decoder.finish(), received)
                         return "Socket data stream had no more data", None
-                    if not self._store(decoder.feed(data)):
+                    if not self._store(decoder.feed(data), received):
                         return "", None  # stopping
         except Exception as exc:  # any failure restarts the receiver, as Spark's (NonFatal)
             return f"Error receiving data from {self._address}: {exc}", exc
@@ -160,9 +173,10 @@ class SocketInputDStream(InputDStream):
             with self._sock_lock:
                 self._sock = None
 
-    def _store(self, lines: list[str]) -> bool:
-        """Append ``lines`` to the buffer, waiting for room while it holds the maximum (the
-        socket is not read meanwhile: TCP backpressure). False if the context stops."""
+    def _store(self, lines: list[str], received_ms: int) -> bool:
+        """Append ``lines`` (received at ``received_ms``) to the buffer, waiting for room
+        while it holds the maximum (the socket is not read meanwhile: TCP backpressure).
+        False if the context stops."""
         stored = 0
         while stored < len(lines):
             with self._buffer_lock:
@@ -174,6 +188,7 @@ class SocketInputDStream(InputDStream):
                 room = self._held_limit() - len(self._buffer)
                 self._buffer.extend(lines[stored : stored + room])
                 stored += room
+                self._arrivals.append((len(self._buffer), received_ms))
                 self._buffer_lock.notify_all()
         return True
 
@@ -207,8 +222,16 @@ class SocketInputDStream(InputDStream):
         return f"{self._operator}[{self._hostname}:{self._port}]"
 
     def _read(self, time: Time) -> RDD[Any]:
+        """The buffered lines received before ``time``, the interval's end (see the module
+        docstring); later ones stay for the next interval."""
         with self._buffer_lock:
-            records, self._buffer = self._buffer, []
+            taken = 0
+            for end, received_ms in self._arrivals:
+                if received_ms >= time.ms:
+                    break
+                taken = end
+            records, self._buffer = self._buffer[:taken], self._buffer[taken:]
+            self._arrivals = [(e - taken, r) for e, r in self._arrivals if e > taken]
             self._buffer_lock.notify_all()  # room again: the receiver reads on
         self.set_record_count(time, len(records))
         sc = self._graph.sc

@@ -13,6 +13,7 @@ only after a newer one is durable.
     <checkpoint dir>/DSTREAM                 {"format": 1}: this directory is ours
     <checkpoint dir>/metadata/record-000000000042
     <checkpoint dir>/metadata/record-000000000043   (newest)
+    <checkpoint dir>/previous/before-epoch-000000000004/metadata/...   (a program set aside)
 
 A record file is ``MAGIC | version (u16) | length (u64) | sha256(payload) | payload``; the
 payload is one :class:`JournalRecord`, checked field by field when it is read.
@@ -50,6 +51,7 @@ MAGIC = b"DSTRJRNL"
 FORMAT_VERSION = 2
 _HEADER = struct.Struct("<8sHQ32s")
 MARKER = "DSTREAM"
+PREVIOUS = "previous"  # programs a new one replaced in this directory (MetadataJournal.set_aside)
 _PREFIX = "record-"
 
 
@@ -234,6 +236,35 @@ class MetadataJournal:
         if create:
             fs.mkdirs(self.meta)
             fs.write_bytes(marker, json.dumps({"format": FORMAT_VERSION}).encode())
+
+    def holds_records(self) -> bool:
+        """Whether a program left metadata records here (readable or not)."""
+        return bool(self._seqs())
+
+    def set_aside(self, name: str) -> str:
+        """Move the program whose records are here out of the way of a new one: everything
+        in the directory but the marker, the owners' epochs (the fencing of every driver
+        that ran here stays), Spark's own ``rdd-checkpoints`` (named per SparkContext) and
+        earlier programs set aside goes to ``previous/<name>/``, the metadata first. Returns
+        that directory.
+
+        A driver of the old program still running, paused between its lease check and its
+        write (ownership's window of one write), can still write one record after the move,
+        numbered one past the records moved; this journal numbers its records after that,
+        so such a record is never the newest, and it is deleted with the older ones."""
+        seqs = self._seqs()
+        target = join(join(self.directory, PREVIOUS), name)
+        self._fs.mkdirs(target)
+        kept = {MARKER, "owners", PREVIOUS, "rdd-checkpoints", "metadata"}
+        rest = sorted(n for n in self._fs.list_names(self.directory) if n not in kept)
+        moving = ["metadata", *rest]
+        for entry in moving:
+            source = join(self.directory, entry)
+            if self._fs.exists(source):
+                self._fs.rename(source, join(target, entry))
+        self._fs.mkdirs(self.meta)
+        self._next_seq = max(seqs, default=-1) + 2
+        return target
 
     # ---- records --------------------------------------------------------------------------------
     def _seqs(self) -> list[int]:

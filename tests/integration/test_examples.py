@@ -4,7 +4,11 @@ answer it promises (on the session's SparkContext: each example's
 
 from __future__ import annotations
 
+import json
+import os
 import runpy
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -101,3 +105,55 @@ def test_heavy_hitters_are_all_found_and_never_undercounted(example: Any) -> Non
         assert found[pair] >= exact[pair]
     assert all(e + result["bound"] >= result["threshold"] for e in found.values())
     assert len(found) <= 2 * len(truth)  # few false positives
+
+
+def test_no_example_chooses_its_master() -> None:
+    """The master is spark-submit's (--master, MASTER, spark-defaults) or PYSPARK_SUBMIT_ARGS';
+    a program that sets one in its code runs there whatever it is submitted with."""
+    setting = [p.name for p in EXAMPLES.glob("*.py") if "setMaster" in p.read_text()]
+    assert setting == []
+
+
+def test_an_example_runs_on_the_master_spark_submit_gives(tmp_path: Path) -> None:
+    """`spark-submit --master M examples/windowed_counts.py` runs on M (it ran on the
+    local[2] the example hard-coded, without a word). Read from the application's event
+    log, which records the master the SparkContext ran on."""
+    events = tmp_path / "events"
+    events.mkdir()
+    python = sys.executable
+    env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    env.pop("MASTER", None)
+    ran = subprocess.run(
+        [
+            str(Path(python).with_name("spark-submit")),
+            "--master",
+            "local[1]",
+            *("--conf", "spark.ui.enabled=false", "--conf", "spark.eventLog.enabled=true"),
+            *("--conf", f"spark.eventLog.dir=file:{events}"),
+            *("--conf", "spark.eventLog.compress=false"),
+            str(EXAMPLES / "windowed_counts.py"),
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+    assert "windows; the incremental and the summed window agree: True" in ran.stdout
+    lines = [
+        ln
+        for f in events.rglob("*")
+        if f.is_file() and not f.name.startswith(".")
+        for ln in f.read_text().splitlines()
+    ]
+    masters = {
+        props["spark.master"]
+        for event in map(json.loads, lines)
+        if event["Event"] == "SparkListenerEnvironmentUpdate"
+        for props in [event["Spark Properties"]]
+    }
+    assert masters == {"local[1]"}

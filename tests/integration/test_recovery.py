@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from dstream import Duration, ManualClock, StreamingContext, Time
+from dstream import Duration, ManualClock, StreamingContext, StreamingSettings, Time
 from dstream.errors import HaltedError
 from dstream.scheduler.coordinator import BatchCoordinator, Position
 from dstream.scheduler.engine import engine_of
@@ -253,20 +253,111 @@ def test_a_checkpoint_directory_that_is_not_ours_is_refused(sc: Any, tmp_path: P
     assert os.listdir(tmp_path) == ["notes.txt"]
 
 
-def test_a_fresh_program_will_not_overwrite_another_programs_checkpoint(
+def test_a_fresh_program_in_a_used_directory_starts_afresh_and_sets_the_old_one_aside(
+    sc: Any, dirs: dict[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Spark's stateful_network_wordcount.py run a second time: ``ssc.checkpoint(dir)``
+    without getOrCreate starts a new program, as pyspark.streaming does. The old program's
+    files are moved aside (its state never reaches the new one), one warning names
+    getOrCreate, and a restart resumes the new program."""
+    ckpt = dirs["ckpt"]
+    for i in (1, 2):
+        put(dirs["in"], i)
+    clock = ManualClock(T0)
+    first = program(sc, clock, dirs["in"], dirs["out"], ckpt)
+    run(first, clock, 2)
+    first.stop(stopSparkContext=False)
+    old_latest = MetadataJournal(LocalFileSystem(), str(ckpt)).read_latest()
+    assert old_latest is not None
+
+    # The same program again over the same input and times: its totals must start from
+    # nothing (with the old state they would count every word twice).
+    clock = ManualClock(T0)
+    second = program(sc, clock, dirs["in"], dirs["out"].with_name("out2"), ckpt)
+    with caplog.at_level("WARNING", logger="dstream"):
+        run(second, clock, 2)
+    second.stop(stopSparkContext=False)
+    assert outputs(dirs["out"].with_name("out2")) == outputs(dirs["out"])
+    assert outputs(dirs["out"]) == expected_outputs(2)
+
+    (warning,) = [r.getMessage() for r in caplog.records if "another streaming" in r.getMessage()]
+    epoch = engine_of(second).lease.epoch  # type: ignore[union-attr]
+    aside = ckpt / "previous" / f"before-epoch-{epoch:012d}"
+    assert "\n" not in warning and f"getOrCreate('{ckpt}', setup)" in warning
+    assert str(aside) in warning and f"epoch {old_latest.record.epoch} (pid" in warning
+    names = {p.name for p in aside.iterdir()}
+    assert "metadata" in names and not names & {"DSTREAM", "owners", "rdd-checkpoints"}
+    moved = MetadataJournal(LocalFileSystem(), str(aside)).read_latest()
+    assert moved is not None and moved.record == old_latest.record  # kept whole
+    assert list(aside.glob("state-*/*")), "the old program's state checkpoints are set aside"
+
+    # The directory now holds the second program alone: getOrCreate resumes it.
+    latest = MetadataJournal(LocalFileSystem(), str(ckpt)).read_latest()
+    assert latest is not None and latest.record.epoch == epoch
+    assert latest.seq > old_latest.seq  # numbered after the records set aside
+    resumed = StreamingContext.getOrCreate(
+        str(ckpt), lambda: pytest.fail("the second program was not resumed"), sc
+    )
+    assert engine_of(resumed).restored_from == latest.record
+    resumed.stop(stopSparkContext=False)
+
+
+def test_a_program_still_running_in_the_directory_is_fenced_by_the_new_one(
     sc: Any, dirs: dict[str, Path]
 ) -> None:
+    """The new program takes its epoch before it moves anything: a driver of the old
+    program that is still running stops at its next record, writing nothing more."""
+    put(dirs["in"], 1)
+    old_clock = ManualClock(T0)
+    old = program(sc, old_clock, dirs["in"], dirs["out"], dirs["ckpt"])
+    run(old, old_clock, 1)
+    clock = ManualClock(T0)
+    new = program(sc, clock, dirs["in"], dirs["out"] / "new", dirs["ckpt"])
+    run(new, clock, 1)
+    try:
+        old_clock.advance(B)
+        with pytest.raises(HaltedError, match="another driver took over"):
+            old.wait_for_batch(Time(T0 + 2 * B), 120)
+    finally:
+        old.stop(stopSparkContext=False)
+    run_on(new, clock, 2)
+    new.stop(stopSparkContext=False)
+    latest = MetadataJournal(LocalFileSystem(), str(dirs["ckpt"])).read_latest()
+    assert latest is not None and latest.record.epoch == engine_of(new).lease.epoch  # type: ignore[union-attr]
+    assert latest.record.completed_ms == T0 + 2 * B
+    assert not (dirs["out"] / f"words-{T0 + 2 * B}").exists()  # the old one committed nothing
+
+
+def run_on(ssc: StreamingContext, clock: ManualClock, upto: int) -> None:
+    """:func:`run` for a context already started."""
+    while clock.now().ms < T0 + upto * B:
+        clock.advance(B)
+    assert ssc.wait_for_batch(Time(T0 + upto * B), 120)
+    ssc.awaitTerminationOrTimeout(0)
+
+
+def test_refusing_a_used_directory_stays_a_setting(sc: Any, dirs: dict[str, Path]) -> None:
     clock = ManualClock(T0)
     put(dirs["in"], 1)
     first = program(sc, clock, dirs["in"], dirs["out"], dirs["ckpt"])
     run(first, clock, 1)
     first.stop(stopSparkContext=False)
-    second = program(sc, ManualClock(T0), dirs["in"], dirs["out"] / "second", dirs["ckpt"])
+    second = StreamingContext(
+        sc,
+        Duration(B),
+        clock=ManualClock(T0),
+        settings=StreamingSettings(existing_checkpoint="refuse"),
+    )
+    second.checkpoint(str(dirs["ckpt"]))
+    second.textFileStream(str(dirs["in"])).pprint()
     with pytest.raises(
         CheckpointDirectoryError,
-        match=r"already holds the metadata of a streaming program; resume it with StreamingContext.getOrCreate",
+        match=r"already holds the metadata of a streaming program, and StreamingSettings\("
+        r"existing_checkpoint='refuse'\) keeps a new program from replacing it; resume it "
+        r"with StreamingContext.getOrCreate",
     ):
         second.start()
+    assert not (dirs["ckpt"] / "previous").exists()
 
 
 def test_a_queue_stream_cannot_be_recovered(sc: Any, tmp_path: Path) -> None:

@@ -306,3 +306,74 @@ def test_backpressure_caps_each_interval_at_the_learned_rate_and_loses_nothing(
         if sender is not None:
             sender.join(WAIT_S)
         server.close()
+
+
+def test_lines_received_after_a_restart_never_go_to_the_intervals_of_its_downtime(
+    sc: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    """Spark's recoverable_network_wordcount.py, its driver killed and restarted: the
+    restarted driver generates the intervals missed while it was down, all of which ended
+    before its receiver connected again. A line must never be in an interval that ended
+    before it was received, so those intervals are empty and what the server sent on the
+    new connection goes to the first interval that ends after it arrived (pyspark puts
+    every line in its arrival interval). The first catch-up interval is held until the
+    lines are in the receiver's buffer, as when the receiver is quick to reconnect."""
+    from dstream import Duration, ManualClock, StreamingContext, Time
+    from dstream.sources.socket import SocketInputDStream
+
+    b = 1000
+    server = LineServer()
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out"
+
+    def setup(clock: ManualClock) -> StreamingContext:
+        ssc = StreamingContext(sc, Duration(b), clock=clock)
+        ssc.checkpoint(str(ckpt))
+        ssc.socketTextStream("127.0.0.1", server.port).saveAsTextFiles(f"{out}/lines")
+        return ssc
+
+    def socket_source(ssc: StreamingContext) -> Any:
+        (source,) = engine_of(ssc).graph.inputs
+        return source
+
+    try:
+        clock = ManualClock(T0 + 200)
+        first = setup(clock)
+        first.start()
+        server.accept().sendall(b"before\n")
+        assert socket_source(first)._wait_for_buffered(1, WAIT_S)
+        clock.advance(b - 200)
+        assert first.wait_for_batch(Time(T0 + b), WAIT_S)
+        first.stop(stopSparkContext=False)  # the driver is gone; intervals 2-5 are missed
+
+        restarted_at = T0 + 5 * b + 200
+        read = SocketInputDStream._read
+
+        def first_catch_up_after_the_lines(self: Any, time: Any) -> Any:
+            if time.ms == T0 + 2 * b:
+                assert self._wait_for_buffered(3, WAIT_S)
+            return read(self, time)
+
+        monkeypatch.setattr(SocketInputDStream, "_read", first_catch_up_after_the_lines)
+        clock = ManualClock(restarted_at)
+        second = StreamingContext.getOrCreate(str(ckpt), lambda: setup(clock), clock=clock)
+        second.start()
+        server.accept().sendall(b"one\ntwo\nthree\n")
+        # The clock stays at restarted_at until the catch-up intervals are done, the first
+        # of which waited for the lines: they were received at restarted_at.
+        assert second.wait_for_batch(Time(T0 + 5 * b), WAIT_S)
+        clock.advance(T0 + 6 * b - restarted_at)
+        assert second.wait_for_batch(Time(T0 + 6 * b), WAIT_S)
+        second.stop(stopSparkContext=False)
+    finally:
+        server.close()
+
+    committed = {}
+    for d in out.glob("lines-*"):
+        lines = [ln for p in sorted(d.glob("part-*")) for ln in p.read_text().splitlines()]
+        committed[int(d.name.rsplit("-", 1)[1])] = sorted(lines)
+    assert sorted(committed) == [T0 + i * b for i in range(1, 7)]
+    assert committed[T0 + b] == ["before"]
+    late = {end: lines for end, lines in committed.items() if set(lines) & {"one", "two"}}
+    assert all(end > restarted_at for end in late), f"received at {restarted_at}: {late}"
+    assert committed[T0 + 6 * b] == ["one", "three", "two"]
+    assert all(committed[T0 + i * b] == [] for i in range(2, 6))

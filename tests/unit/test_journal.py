@@ -167,3 +167,43 @@ def test_a_record_without_a_field_is_corrupt_and_the_reader_falls_back(tmp_path:
     (tmp_path / "metadata" / "record-000000000001").write_bytes(encode_record(pickle.dumps(raw)))
     latest = journal(tmp_path).read_latest()
     assert latest is not None and latest.record == rec(1)
+
+
+def test_a_program_set_aside_keeps_its_files_whole_and_never_mixes_with_the_new_one(
+    tmp_path: Path,
+) -> None:
+    """MetadataJournal.set_aside: everything of the old program moves to previous/<name>/
+    (metadata first), the marker, the owners' epochs and Spark's rdd-checkpoints stay; a
+    record the old program's driver still writes afterwards (a driver paused between its
+    lease check and its write) is numbered below the new program's, so it is never taken
+    as the newest."""
+    old = journal(tmp_path)
+    for i in range(3):
+        old.write(rec(i))
+    for name in ("state-0/5000", "outputs/save-0", "quarantine", "owners", "rdd-checkpoints/x"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "state-0/5000/part-00000").write_text("old state")
+
+    new = MetadataJournal(LocalFileSystem(), str(tmp_path))
+    new.check_directory(create=True)
+    assert new.holds_records()
+    aside = Path(new.set_aside("before-epoch-000000000002"))
+    assert aside == tmp_path / "previous" / "before-epoch-000000000002"
+    assert sorted(os.listdir(tmp_path)) == [
+        "DSTREAM",
+        "metadata",
+        "owners",
+        "previous",
+        "rdd-checkpoints",
+    ]
+    assert sorted(os.listdir(aside)) == ["metadata", "outputs", "quarantine", "state-0"]
+    assert (aside / "state-0/5000/part-00000").read_text() == "old state"
+    assert not new.holds_records() and new.read_latest() is None
+    moved = MetadataJournal(LocalFileSystem(), str(aside)).read_latest()
+    assert moved is not None and (moved.seq, moved.record) == (2, rec(2))
+
+    old.write(rec(99))  # the old driver's one stray write, into the new metadata/
+    first = new.write(replace(rec(100), epoch=4))
+    assert first > 3
+    latest = new.read_latest()
+    assert latest is not None and latest.record == replace(rec(100), epoch=4)

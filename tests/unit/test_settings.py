@@ -47,6 +47,7 @@ def test_durations_are_taken_as_users_write_them() -> None:
         ({"executor_avoidance": "yes"}, TypeError, "executor_avoidance must be an AvoidancePolicy"),
         ({"receiver_max_buffered": 0}, ValueError, "receiver_max_buffered 0 must be at least 1"),
         ({"max_file_age": "30s"}, ValueError, "max_file_age 30000 ms must be at least file_remember 60000 ms"),
+        ({"existing_checkpoint": "keep"}, ValueError, "existing_checkpoint 'keep' must be 'set_aside'"),
     ],
 )  # fmt: skip
 def test_a_wrong_value_is_refused_with_the_fields_name(
