@@ -71,11 +71,13 @@ def save_to_table(ops: CommonOps[Any], path: object, schema: object) -> None:
 
 def read_table(spark: SparkSession, path: str) -> DataFrame:
     """The table ``saveToTable`` writes at ``path``, as a DataFrame: the schema's columns and
-    ``batch_ms`` (the interval's batch time, ms), the committed intervals only.
+    ``batch_ms`` (the interval's batch time, ms, a ``long``), the intervals committed when it
+    is called (also none: an empty DataFrame of the schema).
 
-    Read it while the stream runs, from this or any other Spark session (each action lists
-    the intervals committed by then); ``spark.read.parquet(path)`` reads the same once an
-    interval is committed, this also before the first and with ``batch_ms`` typed ``long``.
+    A DataFrame keeps the listing it was made with: call this again for the intervals
+    committed since. A SQL query over ``parquet.`<path>``` (or a temporary view defined as
+    one, ``CREATE TEMP VIEW counts AS SELECT * FROM parquet.`<path>```) lists the table at
+    every query instead, once an interval is committed.
     """
     from pyspark.sql.types import LongType, StructField, StructType
 

@@ -57,15 +57,18 @@ def test_each_interval_is_appended_once_and_read_live_with_spark_sql(
     h: Harness = harness()
     sc = h.ssc.sparkContext
     h.ssc.queueStream([sc.parallelize(b, 2) for b in batches]).saveToTable(str(table), SCHEMA)
+    other = SparkSession.builder.getOrCreate().newSession()
+    assert read_table(other, str(table)).count() == 0  # created, nothing committed yet
     h.ssc.start()
     h.run_batches(2)
-    # Live, from another session on the same Spark: the intervals committed so far.
-    other = SparkSession.builder.getOrCreate().newSession()
+    # Live, from another session on the same Spark: the intervals committed so far; a view
+    # over the path lists the table again at each query.
     query = f"SELECT word, count, batch_ms FROM parquet.`{table}`"
-    assert by_interval(other.sql(query).collect()) == {1 * B: [("a", 1), ("b", 2)]}
+    other.sql(f"CREATE TEMP VIEW live AS {query}")
+    assert by_interval(other.sql("SELECT * FROM live").collect()) == {1 * B: [("a", 1), ("b", 2)]}
     h.run_batches(2)
     want = {1 * B: [("a", 1), ("b", 2)], 3 * B: [("c", 3)], 4 * B: [("a", 4)]}
-    assert by_interval(other.sql(query).collect()) == want
+    assert by_interval(other.sql("SELECT * FROM live").collect()) == want
     assert by_interval(read_table(other, str(table)).collect()) == want
     fs = LocalFileSystem()
     assert committed_intervals(fs, str(table)) == [1 * B, 2 * B, 3 * B, 4 * B]  # 2 s: empty

@@ -37,9 +37,7 @@ def committed_table_intervals(storage: LocalStorage) -> set[int]:
     }
 
 
-def test_driver_killed_mid_table_commit_leaves_each_interval_once(
-    sc: Any, tmp_path: Path
-) -> None:
+def test_driver_killed_mid_table_commit_leaves_each_interval_once(sc: Any, tmp_path: Path) -> None:
     storage = LocalStorage(tmp_path)
     storage.make_dirs()
     app = App(storage, ["--table", "only"])
