@@ -156,7 +156,7 @@ class OutputOps(StateOps[T]):
         Each interval is one partition of the table, ``batch_ms=<interval ms>``, written
         hidden and renamed into place: in the table whole or not at all, never twice (after
         a driver or executor failure, a retry or a replay). Spark reads it as a table while
-        the stream runs, from any session: ``SELECT ... FROM parquet.`<path>``` (listed at
+        the stream runs, from any session: ``SELECT ... FROM parquet.`<path>` `` (listed at
         every query) or :func:`dstream.read_table` (columns and ``batch_ms``). A record that
         does not fit
         the schema follows ``StreamingSettings(bad_records=...)``: its interval fails, or it

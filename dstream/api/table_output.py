@@ -75,8 +75,8 @@ def read_table(spark: SparkSession, path: str) -> DataFrame:
     is called (also none: an empty DataFrame of the schema).
 
     A DataFrame keeps the listing it was made with: call this again for the intervals
-    committed since. A SQL query over ``parquet.`<path>``` (or a temporary view defined as
-    one, ``CREATE TEMP VIEW counts AS SELECT * FROM parquet.`<path>```) lists the table at
+    committed since. A SQL query over ``parquet.`<path>` `` (or a temporary view defined as
+    one, ``CREATE TEMP VIEW counts AS SELECT * FROM parquet.`<path>` ``) lists the table at
     every query instead, once an interval is committed.
     """
     from pyspark.sql.types import LongType, StructField, StructType
