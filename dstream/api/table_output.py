@@ -22,6 +22,8 @@ from dstream.tasks.table_rows import row_fitter
 from dstream.time import Time
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark import RDD, SparkContext
     from pyspark.sql import DataFrame, SparkSession
 
@@ -69,7 +71,7 @@ def save_to_table(ops: CommonOps[Any], path: object, schema: object) -> None:
     OutputDStream(rows, commit, name="saveToTable")
 
 
-def read_table(spark: SparkSession, path: str) -> DataFrame:
+def read_table(spark: SparkSession, path: str, key: str | Sequence[str] | None = None) -> DataFrame:
     """The table ``saveToTable`` writes at ``path``, as a DataFrame: the schema's columns and
     ``batch_ms`` (the interval's batch time, ms, a ``long``), the intervals committed when it
     is called (also none: an empty DataFrame of the schema).
@@ -78,6 +80,11 @@ def read_table(spark: SparkSession, path: str) -> DataFrame:
     committed since. A SQL query over ``parquet.`<path>` `` (or a temporary view defined as
     one, ``CREATE TEMP VIEW counts AS SELECT * FROM parquet.`<path>` ``) lists the table at
     every query instead, once an interval is committed.
+
+    ``key`` (a column or a list of columns): merged by key on read, one row per key, the
+    one of its newest interval: the table as upserts of a keyed stream's changes (e.g.
+    ``totals.saveToTable(path, "word string, count long")`` then ``read_table(spark,
+    path, key="word")`` is the running totals). The table itself stays append-only.
     """
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -89,7 +96,22 @@ def read_table(spark: SparkSession, path: str) -> DataFrame:
         )
     struct = StructType.fromJson(json.loads(have))
     full = StructType([*struct.fields, StructField(PARTITION_COLUMN, LongType(), False)])
-    return spark.read.schema(full).parquet(path)
+    df = spark.read.schema(full).parquet(path)
+    if key is None:
+        return df
+    keys = [key] if isinstance(key, str) else list(key)
+    unknown = [k for k in keys if k not in struct.names]
+    if not keys or unknown:
+        raise ValueError(
+            f"read_table(): key {key!r} must name columns of the table {path} "
+            f"({', '.join(struct.names)}); {', '.join(map(repr, unknown)) or 'none'} is not one"
+        )
+    from pyspark.sql import Window
+    from pyspark.sql import functions as f
+
+    newest = Window.partitionBy(*keys).orderBy(f.col(PARTITION_COLUMN).desc())
+    rank = "__dstream_newest"
+    return df.withColumn(rank, f.row_number().over(newest)).where(f.col(rank) == 1).drop(rank)
 
 
 def _schema_json(schema: object, sc: SparkContext) -> str | None:

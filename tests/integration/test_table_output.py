@@ -187,3 +187,25 @@ def test_arguments_are_checked_naming_the_value_and_the_fix(harness: Any, tmp_pa
     stream.saveToTable(str(tmp_path / "t"), SCHEMA)
     with pytest.raises(ValueError, match=r"schema <word string> differs from the table"):
         stream.saveToTable(str(tmp_path / "t"), "word string")
+
+
+def test_read_table_by_key_is_the_newest_row_of_each_key(harness: Any, tmp_path: Path) -> None:
+    table = tmp_path / "totals"
+    h: Harness = harness()
+    sc = h.ssc.sparkContext
+    changes = [[("a", 1), ("b", 1)], [("a", 2)], [("b", 5), ("c", 1)]]
+    h.ssc.queueStream([sc.parallelize(b, 2) for b in changes]).saveToTable(str(table), SCHEMA)
+    h.ssc.start()
+    h.run_batches(3)
+    spark = SparkSession.builder.getOrCreate()
+    merged = read_table(spark, str(table), key="word").collect()
+    assert sorted(tuple(r) for r in merged) == [
+        ("a", 2, 2 * B),
+        ("b", 5, 3 * B),
+        ("c", 1, 3 * B),
+    ]
+    assert read_table(spark, str(table)).count() == 5  # the table itself: every row appended
+    with pytest.raises(
+        ValueError, match=r"key 'w' must name columns of the table .* \(word, count\)"
+    ):
+        read_table(spark, str(table), key="w")
