@@ -11,6 +11,8 @@ Reads the new text files of a directory, and for every interval writes, exactly 
   (``track`` with a 6 s timeout),
 * ``sink/<ms>.txt``: the interval's word counts, through ``save(sink)``: the sink writes each
   interval atomically under its time (and marks every call in ``sink/calls/``),
+* with ``--table also`` (or ``only``: the lines and the table alone), ``table/``: the lines
+  again, appended to a Parquet table through ``saveToTable`` (``batch_ms=<ms>`` each),
 
 checkpointing its state asynchronously and writing its metadata journal under
 ``--checkpoint``. Run it again after a crash (even ``kill -9``) with the same arguments:
@@ -39,6 +41,10 @@ def build(sc: Any, args: Any) -> StreamingContext:
     ssc.checkpoint(args.checkpoint)
     lines = ssc.textFileStream(args.input)
     lines.saveAsTextFiles(f"{args.output}/lines")
+    if args.table != "off":
+        lines.saveToTable(f"{args.output}/table", "line string")
+    if args.table == "only":
+        return ssc
     words = lines.flatMap(lambda line: line.split()[1:]).map(lambda w: (w, 1))
     totals = words.updateStateByKey(lambda new, old: (old or 0) + sum(new))
     totals.setName("totals").checkpoint(args.checkpoint_every)
@@ -85,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         default="checkpoint",
         choices=["checkpoint", "replay", "replicate", "auto"],
         help="how the window's state is recovered (recoveryStrategy)",
+    )
+    p.add_argument(
+        "--table",
+        default="off",
+        choices=["off", "also", "only"],
+        help="also append the lines to a Parquet table (saveToTable); only: lines and table",
     )
     p.set_defaults(batch="500ms", seconds=3600.0)
     args = p.parse_args(argv)

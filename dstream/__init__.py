@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from dstream.api.table_output import read_table
     from dstream.clock import Clock, ManualClock, SystemClock
     from dstream.context import StreamingContext
     from dstream.dstream import DStream
@@ -52,6 +53,7 @@ _EXPORTS = {
     "UnpicklableFunctionError": "dstream.errors",
     "UserFunctionError": "dstream.errors",
     "read_quarantined": "dstream.streams.quarantine",
+    "read_table": "dstream.api.table_output",
 }
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "UnpicklableFunctionError",
     "UserFunctionError",
     "read_quarantined",
+    "read_table",
 ]
 
 

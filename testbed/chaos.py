@@ -51,6 +51,9 @@ class Plan:
     # commit); the others at the random end of their gap.
     driver_kill_points: tuple[str, ...] = ()
     window_strategy: str = "checkpoint"  # the window's recovery strategy (or "replay")
+    # The lines appended to a Parquet table too (saveToTable, out/table/batch_ms=<ms>),
+    # each interval's rows checked against the interval's lines.
+    table: bool = False
 
 
 @dataclass
@@ -101,22 +104,47 @@ def _committed(storage: LocalStorage, prefix: str) -> dict[int, str]:
 OUTPUTS = ("totals", "window", "sessions")  # besides lines-* and the sink
 
 
-def complete_upto(storage: LocalStorage) -> int | None:
+def _table_intervals(storage: LocalStorage) -> set[int]:
+    """The intervals committed into the table (``out/table/batch_ms=<ms>``)."""
+    return {
+        int(n.split("=", 1)[1])
+        for n in storage.names("out/table")
+        if n.startswith("batch_ms=") and "_DSTREAM_COMMIT" in storage.names(f"out/table/{n}")
+    }
+
+
+def _table_lines(storage: LocalStorage, t: int) -> list[str]:
+    """The lines in the table's interval ``t`` (pyarrow skips Spark's ``_``/``.`` files)."""
+    import pyarrow.parquet as pq
+
+    path = Path(storage.uri(f"out/table/batch_ms={t}"))
+    return [str(v) for v in pq.read_table(path).column("line").to_pylist()]
+
+
+def complete_upto(storage: LocalStorage, table: bool = False) -> int | None:
     """The newest interval up to which every interval that committed its lines has committed
     every output and the sink's file too (None before the first): what a driver killed
     now leaves complete."""
     outputs = {p: _committed(storage, p) for p in OUTPUTS}
     sink = set(storage.names("out/sink"))
+    in_table = _table_intervals(storage) if table else set()
     upto = None
     for t in sorted(_committed(storage, "lines")):
         if f"{t}.txt" not in sink or any(t not in outputs[p] for p in OUTPUTS):
+            break
+        if table and t not in in_table:
             break
         upto = t
     return upto
 
 
 def check(
-    storage: LocalStorage, sent: list[str], report: Report, batch_ms: int, upto: int | None = None
+    storage: LocalStorage,
+    sent: list[str],
+    report: Report,
+    batch_ms: int,
+    upto: int | None = None,
+    table: bool = False,
 ) -> None:
     """Compare every committed interval of every output with the oracle (up to ``upto``, if
     given: the intervals after it may be cut short by the last kill, and hold no input)."""
@@ -141,6 +169,7 @@ def check(
     sink = {
         int(n[:-4]): n for n in storage.names("out/sink") if n.endswith(".txt") and n[:-4].isdigit()
     }
+    in_table = _table_intervals(storage) if table else set()
     totals: Counter[str] = Counter()
     per_interval: dict[int, Counter[str]] = {}
     sessions: dict[str, int] = {}
@@ -163,6 +192,10 @@ def check(
                 problems.append(f"{name}-{t} was never committed")
             elif dict(_records(storage, outputs[name][t])) != expected:
                 problems.append(f"{name}-{t} differs from the oracle")
+        if table and t not in in_table:
+            problems.append(f"table interval {t} was never committed")
+        elif table and Counter(_table_lines(storage, t)) != Counter(lines[t]):
+            problems.append(f"table interval {t} differs from the interval's lines")
         if t not in sink:
             problems.append(f"the sink never wrote interval {t}")
         else:
@@ -196,6 +229,8 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
     args = ["--master", master, "--conf", "spark.default.parallelism=4"]
     args += ["--batch", f"{plan.batch_ms}ms", "--checkpoint-every", f"{2 * plan.batch_ms}ms"]
     args += ["--window-strategy", plan.window_strategy]
+    if plan.table:
+        args += ["--table", "also"]
     app = App(storage, args)
     rng = random.Random(plan.seed)
     sent: list[str] = []
@@ -242,7 +277,7 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
 
         def settled() -> bool:
             # Every input line in an interval whose every output is committed.
-            upto[0] = complete_upto(storage)
+            upto[0] = complete_upto(storage, plan.table)
             if upto[0] is None:
                 return False
             for t, d in _committed(storage, "lines").items():
@@ -261,7 +296,7 @@ def run(root: Path, plan: Plan, log: Any = None) -> Report:
     finally:
         stop_writing.set()
         app.kill9()
-    check(storage, sent, report, plan.batch_ms, upto[0])
+    check(storage, sent, report, plan.batch_ms, upto[0], plan.table)
     report.seconds = round(time.monotonic() - started, 1)
     return report
 

@@ -1,5 +1,5 @@
-"""Output operations: ``foreachRDD``, ``pprint`` and ``saveAsTextFiles``. Each registers an
-:class:`~dstream.streams.output.OutputDStream` with the graph."""
+"""Output operations: ``foreachRDD``, ``pprint``, ``saveAsTextFiles``, ``saveToTable`` and
+``save``. Each registers an :class:`~dstream.streams.output.OutputDStream` with the graph."""
 
 from __future__ import annotations
 
@@ -146,6 +146,25 @@ class OutputOps(StateOps[T]):
             priority=priority,
             text_target=(prefix, suffix),
         )
+
+    def saveToTable(self, path: str, schema: object = None) -> None:
+        """Append each interval's records to the Parquet table at ``path``, exactly once.
+
+        ``schema``: the rows' columns, a DDL string (``"word string, count long"``) or a
+        ``StructType``; None uses the existing table's. A record is a ``Row`` or a dict
+        (by name), a tuple or a list (by position), or with a one-column schema the value.
+        Each interval is one partition of the table, ``batch_ms=<interval ms>``, written
+        hidden and renamed into place: in the table whole or not at all, never twice (after
+        a driver or executor failure, a retry or a replay). Spark reads it as a table while
+        the stream runs, from any session: ``SELECT ... FROM parquet.`<path>` `` (listed at
+        every query) or :func:`dstream.read_table` (columns and ``batch_ms``). A record that
+        does not fit
+        the schema follows ``StreamingSettings(bad_records=...)``: its interval fails, or it
+        is set aside. Tentative results never reach the table. See docs/tables.md.
+        """
+        from dstream.api.table_output import save_to_table
+
+        save_to_table(self, path, schema)
 
     def save(self, sink: Callable[..., None], name: str | None = None) -> None:
         """Write every interval to an external system, exactly once.

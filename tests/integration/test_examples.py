@@ -37,7 +37,7 @@ def example(sc: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_every_example_is_tested() -> None:
     tested = {"file_wordcount", "windowed_counts", "recoverable_totals", "sessions_track"}
-    tested |= {"live_query", "bad_records", "heavy_hitters"}
+    tested |= {"live_query", "bad_records", "heavy_hitters", "table_output"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -157,3 +157,10 @@ def test_an_example_runs_on_the_master_spark_submit_gives(tmp_path: Path) -> Non
         for props in [event["Spark Properties"]]
     }
     assert masters == {"local[1]"}
+
+
+def test_table_output_appends_each_interval_once_and_is_read_live(example: Any) -> None:
+    got = example("table_output.py")(4)
+    n = got["totals"]["cat"]  # one cat per interval: the intervals committed
+    assert 1 <= n <= 4 and got["totals"] == {"ann": 3 * n, "bob": 2 * n, "cat": n}
+    assert 0 <= got["live_intervals"] <= n

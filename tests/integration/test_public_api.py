@@ -34,6 +34,7 @@ DSTREAM_EXTRAS = {
     "remember",
     "rescale",
     "save",
+    "saveToTable",
     "setName",
     "track",
 }

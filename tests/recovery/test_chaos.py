@@ -34,6 +34,7 @@ def test_random_driver_and_executor_kills_lose_and_double_nothing(tmp_path: Path
         batch_ms=2000,
         driver_kill_points=("checkpoint", "commit"),
         window_strategy="replay",
+        table=True,
     )
     report = run(tmp_path, plan)
     assert report.problems == []
