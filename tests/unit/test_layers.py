@@ -184,3 +184,22 @@ def test_packages_reach_each_other_through_public_names() -> None:
         + ", ".join(found)
         + "; give the owner a public property or method for what the caller needs"
     )
+
+
+def test_no_module_imports_another_packages_private_name() -> None:
+    """``from dstream.<package>.<module> import _name`` across packages is the same reach as
+    ``x._name``, which the count above does not see (dstream.scheduler.shim imported two of
+    dstream.jvm's, dstream.scheduler.stretch one of dstream.sources.base's)."""
+    found = []
+    for module, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            if _unit(node.module) in ("", _unit(module)) or not node.module.startswith("dstream."):
+                continue
+            found += [
+                f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.module}.{alias.name}"
+                for alias in node.names
+                if _private(alias.name)
+            ]
+    assert found == [], "import a public name, or make the name public: " + ", ".join(found)
