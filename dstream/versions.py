@@ -157,8 +157,10 @@ def probe_executors(sc: Any) -> None:
         ) from None
     version, spark, executable, py = found[0]
     if version is None:
+        # The Python configured (what to change) and, if it is a wrapper, what it ran.
+        ran = "" if executable == python else f" -> {executable}"
         raise ExecutorEnvironmentError(
-            f"the executors' Python ({executable}, Python {py}) cannot run dstream's tasks: "
+            f"the executors' Python ({python}{ran}, Python {py}) cannot run dstream's tasks: "
             f"{spark}; " + _FIXES
         )
     mine = (__version__, str(pyspark.__version__))

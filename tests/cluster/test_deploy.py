@@ -178,7 +178,7 @@ def test_without_dstream_on_the_executors_start_stops_naming_their_python_and_th
     assert refused.returncode != 0
     error = "dstream.versions.ExecutorEnvironmentError: "
     (line,) = [ln for ln in refused.stdout.splitlines() if ln.startswith(error)]
-    assert f"the executors' Python ({python}, Python " in line
+    assert f"the executors' Python ({python} -> {sys.executable}, Python " in line
     assert "No module named 'dstream'" in line and "--py-files" in line
     # Printed once: the probe's task does not fail on such an executor, so Spark logs no
     # failed attempt with its traceback before it (~180 lines did).

@@ -183,12 +183,12 @@ def test_an_executor_without_dstream_is_refused_in_one_line() -> None:
     from dstream.versions import ExecutorEnvironmentError, probe_executors
 
     why = "ModuleNotFoundError: No module named 'dstream'"
-    sc = FakeSparkContext("spark://h:7077", (None, why, "/usr/bin/python3", "3.11.7"))
+    sc = FakeSparkContext("spark://h:7077", (None, why, "/usr/bin/python3.11", "3.11.7"))
     with pytest.raises(ExecutorEnvironmentError) as refused:
         probe_executors(sc)
     message = str(refused.value)
     assert "\n" not in message and sc.jobs == 1
-    assert message.startswith(
-        "the executors' Python (/usr/bin/python3, Python 3.11.7) cannot run dstream's tasks: "
-        f"{why}; give the executors a Python with the same dstream and pyspark"
+    assert message.startswith(  # the Python configured (pyspark's default), and what it ran
+        "the executors' Python (python3 -> /usr/bin/python3.11, Python 3.11.7) cannot run "
+        f"dstream's tasks: {why}; give the executors a Python with the same dstream and pyspark"
     )
