@@ -93,23 +93,21 @@ def test_a_missing_program_is_one_line_naming_the_command(
 
 
 def test_a_failed_program_prints_its_traceback_once_as_python_would(tmp_path: Path) -> None:
-    """``dstream run`` of a program that raises: its traceback, from the program's own
-    frames, with real line breaks (it printed the error's repr: one line with literal \\n),
-    and status 1; a ``sys.exit("message")`` prints the message, as Python does."""
+    """``dstream run`` of a program that raises prints what ``python APP.py`` prints: its
+    traceback from the program's own frames, with real line breaks (it printed the error's
+    repr: one line with literal \\n), and exits with 1; ``sys.exit("message")`` too."""
     app = tmp_path / "app.py"
     app.write_text('def load():\n    raise ValueError("bad input\\nsecond line")\n\n\nload()\n')
     done = run_cli(tmp_path, "run", str(app))
-    assert done.returncode == 1, done.stderr
-    assert done.stdout == ""
-    assert done.stderr == (
-        "Traceback (most recent call last):\n"
-        f'  File "{app}", line 5, in <module>\n'
-        "    load()\n"
-        f'  File "{app}", line 2, in load\n'
-        '    raise ValueError("bad input\\nsecond line")\n'
-        "ValueError: bad input\n"
-        "second line\n"
+    python = subprocess.run(
+        [sys.executable, str(app)], capture_output=True, text=True, check=False, cwd=tmp_path
     )
+    assert done.returncode == python.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == python.stderr
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    assert done.stderr.count("Traceback") == 1 and f'File "{app}", line 5' in done.stderr
+    assert done.stderr.endswith("ValueError: bad input\nsecond line\n")
     app.write_text('import sys\nsys.exit("no input directory given")\n')
     done = run_cli(tmp_path, "run", str(app))
     assert (done.returncode, done.stdout, done.stderr) == (1, "", "no input directory given\n")
