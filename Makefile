@@ -4,6 +4,7 @@
 #   make test   set up, build the JVM pieces, install Chromium (the Streaming tab's browser tests),
 #               lint, type-check, build the docs site and run the test suite (what CI runs)
 #   make docs   the documentation site into build/site (mkdocs, warnings are errors)
+#   make dist   the release's sdist and wheel into dist/, checked (scripts/check_dist.py)
 #   make test-fast  the pure-logic tests (no Spark), under a minute
 #   make test-pythons  the fast tier and the clean-install smoke on Python 3.12 and 3.13
 #   make fast-tier-newest  the fast tier on Python 3.13, the newest supported (make test runs it
@@ -21,7 +22,7 @@ STAMP  := $(VENV)/.installed
 UV_VERSION := 0.13.9
 UV     := $(VENV)/bin/uv
 
-.PHONY: docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: dist docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -102,8 +103,12 @@ test: test-deps compile
 test-full: test-deps compile
 	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
-# The wheel, installed with its runtime dependencies only into a fresh virtual environment,
-# runs a program that touches every feature, from outside the source tree.
+# The release's two files, as `make dist` builds them: the sdist, then the wheel built FROM
+# the sdist (uv build's default), so the sdist is proven to build the same wheel.
+# scripts/check_dist.py checks them (twine check, the files each carries, the metadata, and
+# that a build without a JDK fails saying so); the wheel, installed with its runtime
+# dependencies only into a fresh virtual environment, runs a program that touches every
+# feature and an example, from outside the source tree.
 SMOKE := build/clean-install
 # --offline: `make setup` has put every package these need in uv's cache. pyspark is an
 # sdist only, and the package index here answers uv's revalidation as "modified" every time,
@@ -111,12 +116,23 @@ SMOKE := build/clean-install
 # build environment and again for the fresh venv: 70 s of this target's 75 (2026-12-02).
 clean-install-smoke: shim
 	rm -rf $(SMOKE) && mkdir -p $(SMOKE)
-	DSTREAM_REQUIRE_SHIM=1 $(UV) build --offline --quiet --wheel --out-dir $(SMOKE)/dist .
+	$(UV) build --offline --quiet --python $(PY) --out-dir $(SMOKE)/dist .
+	$(PY) scripts/check_dist.py --no-java-build $(SMOKE)/dist
 	$(PYTHON) -m venv $(SMOKE)/venv
 	$(UV) pip install --offline --quiet --python $(SMOKE)/venv/bin/python -c requirements.lock \
 		$(SMOKE)/dist/pyspark_dstream-*.whl
 	cd $(SMOKE) && PYSPARK_PYTHON=$(CURDIR)/$(SMOKE)/venv/bin/python \
 		venv/bin/python $(CURDIR)/tests/smoke/clean_install.py
+	cd $(SMOKE) && PYSPARK_PYTHON=$(CURDIR)/$(SMOKE)/venv/bin/python \
+		venv/bin/python $(CURDIR)/examples/windowed_counts.py 3 | tee example.out \
+		&& grep -q "the incremental and the summed window agree: True" example.out
+
+# The sdist and the wheel a release publishes (built from the sdist, as clean-install-smoke
+# checks them), into dist/; a JDK 17+ is needed (setup.py builds the JVM shim into the wheel).
+dist: shim
+	rm -rf dist
+	$(UV) build --offline --python $(PY) --out-dir dist .
+	$(PY) scripts/check_dist.py dist
 
 test-fast: setup
 	$(PY) -m pytest -q tests/unit

@@ -133,8 +133,8 @@ class ShimMissingError(RuntimeError):
         super().__init__(
             f"dstream JVM shim jar not found at {path}{why}. In a source checkout build it "
             "with `make shim` (or `bash jvm-shim/build.sh`); an installed dstream ships it in "
-            "its wheel unless the wheel was built without a JDK: reinstall from a wheel built "
-            "with Java 17+"
+            "its wheel unless the wheel was built with DSTREAM_BUILD_WITHOUT_SHIM=1: reinstall "
+            "from a wheel built with a JDK 17+"
         )
         self.path = path
 

@@ -104,19 +104,42 @@ def default_workers_python(sc: Any) -> bool:
     return True
 
 
-def _executor_versions(_: Iterable[int]) -> Iterator[tuple[str, str, str, str]]:
-    import pyspark
+def _executor_versions(_: Iterable[int]) -> Iterator[tuple[str | None, str, str, str]]:
+    """On an executor: dstream's and pyspark's versions there, or (None, why) when dstream
+    cannot be imported. Shipped by value (:func:`_by_value`), so it runs where dstream is
+    missing and says so, instead of failing the task."""
+    import platform
+    import sys
 
-    from dstream import __version__
+    try:
+        import pyspark
 
+        from dstream import __version__
+    except ImportError as exc:
+        yield None, f"{type(exc).__name__}: {exc}", sys.executable, platform.python_version()
+        return
     yield __version__, str(pyspark.__version__), sys.executable, platform.python_version()
+
+
+def _by_value(fn: Any) -> Any:
+    """``fn``'s code as a function of no importable module, with only the builtins as its
+    globals: cloudpickle then ships its code (by value) instead of a reference to this
+    module, which an executor without dstream could not load. (Shipped by reference, the
+    probe failed every attempt of its task on such an executor, and Spark logged each
+    attempt's traceback, ~180 lines, before the one-line error.)"""
+    import builtins
+    import types
+
+    module = {"__builtins__": builtins, "__name__": "dstream-executor-probe"}
+    return types.FunctionType(fn.__code__, module, fn.__name__)
 
 
 def probe_executors(sc: Any) -> None:
     """Once per SparkContext whose executors may run elsewhere (any master but ``local``):
     a one-task job checks that the executors' Python imports the driver's dstream and
     pyspark, and raises :class:`ExecutorEnvironmentError` in one line naming the Python, the
-    versions and the fix if not."""
+    versions and the fix if not. The task itself does not fail when dstream is missing
+    there, so Spark logs no task failure before that line."""
     master = str(sc.master or "")
     if master == "local" or master.startswith("local[") or getattr(sc, _PROBED, False):
         return
@@ -126,13 +149,20 @@ def probe_executors(sc: Any) -> None:
 
     python = sc.getConf().get("spark.pyspark.python") or sc.pythonExec
     try:
-        found = sc.parallelize([0], 1).mapPartitions(_executor_versions).collect()
+        found = sc.parallelize([0], 1).mapPartitions(_by_value(_executor_versions)).collect()
     except Exception as exc:
         raise ExecutorEnvironmentError(
             f"the executors' Python ({python}) cannot run dstream's tasks: {_cause(str(exc))}; "
             + _FIXES
         ) from None
     version, spark, executable, py = found[0]
+    if version is None:
+        # The Python configured (what to change) and, if it is a wrapper, what it ran.
+        ran = "" if executable == python else f" -> {executable}"
+        raise ExecutorEnvironmentError(
+            f"the executors' Python ({python}{ran}, Python {py}) cannot run dstream's tasks: "
+            f"{spark}; " + _FIXES
+        )
     mine = (__version__, str(pyspark.__version__))
     if (version, spark) != mine:
         raise ExecutorEnvironmentError(

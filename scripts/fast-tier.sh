@@ -22,7 +22,7 @@ root="build/pythons"
 env="$root/fast-$v"
 # The wheel (pure Python, the shim jar inside), as the clean-install smoke builds it.
 rm -rf "$root/fast-dist" "$env"
-DSTREAM_REQUIRE_SHIM=1 .venv/bin/uv build --offline --quiet --wheel --out-dir "$root/fast-dist" .
+.venv/bin/uv build --offline --quiet --wheel --out-dir "$root/fast-dist" .
 wheel="$(ls "$root"/fast-dist/pyspark_dstream-*.whl)"
 .venv/bin/uv venv --quiet --python "$python" "$env"
 .venv/bin/uv pip install --quiet --python "$env/bin/python" --exclude-newer "$RESOLVED_AS_OF" \

@@ -16,7 +16,7 @@ mkdir -p "$root"
 
 # One wheel for all of them (pure Python; the shim jar inside).
 rm -rf "$root/dist"
-DSTREAM_REQUIRE_SHIM=1 .venv/bin/python -m pip wheel --quiet --no-deps -w "$root/dist" .
+.venv/bin/python -m pip wheel --quiet --no-deps -w "$root/dist" .
 wheel="$(ls "$root"/dist/pyspark_dstream-*.whl)"
 
 # pyspark is an sdist only (456 MB): pip downloaded and built it again for every Python (its

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dstream.api.state import StateOps
+from dstream.console import stop_progress_bar
 from dstream.functions import positional_arity
 from dstream.storage.commits import (
     CommitLog,
@@ -88,6 +89,9 @@ class OutputOps(StateOps[T]):
                 lines.append("...")
             print("\n".join(lines) + "\n", flush=True)
 
+        # Spark's console progress bar off from now on: its redraws on stderr would cut
+        # through the records printed here (dstream.console).
+        stop_progress_bar(self.context().sparkContext)
         _output(self, take_and_print, name="pprint", tentative_fn=take_and_print)
 
     def saveAsTextFiles(

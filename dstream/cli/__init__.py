@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dstream.cli.program import ProgramError
 from dstream.versions import describe
 
 __all__ = ["main"]
@@ -72,6 +73,14 @@ def main(argv: list[str] | None = None) -> int:
             else ""
         )
         parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    try:
+        return _run(args, replay_args)
+    except ProgramError as exc:  # a user's mistake: one line, no traceback
+        print(f"dstream {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, replay_args: list[str]) -> int:
     if args.command == "status":
         from dstream.cli.status import run_status
 

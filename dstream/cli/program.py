@@ -15,6 +15,7 @@ import runpy
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,12 +33,12 @@ class ProgramError(RuntimeError):
 
 
 class Program:
-    def __init__(self, path: str, args: list[str]) -> None:
+    def __init__(self, path: str, args: list[str], command: str = "run") -> None:
         script = Path(path)
         if not script.is_file():
             raise ProgramError(
                 f"{path} is not a file; give the path of a streaming application script, "
-                "e.g. python -m dstream shell apps/wordcount.py --seconds 600"
+                f"e.g. dstream {command} examples/windowed_counts.py"
             )
         self.path = script.resolve()
         self.args = list(args)
@@ -67,6 +68,27 @@ class Program:
                     self.error = exc
             except BaseException as exc:
                 self.error = exc
+
+    def exit_status(self) -> int:
+        """The status the command exits with once the program ended, as ``python APP.py``
+        would: 0; a ``sys.exit`` code (a message printed to stderr); or 1 with the error
+        printed once to stderr as Python prints an uncaught one, from the program's own
+        frames on (not the command's)."""
+        error = self.error
+        if error is None:
+            return 0
+        if isinstance(error, SystemExit):
+            if isinstance(error.code, int):
+                return error.code
+            print(error.code, file=sys.stderr)
+            return 1
+        tb = error.__traceback__
+        while tb is not None and Path(tb.tb_frame.f_code.co_filename) != self.path:
+            tb = tb.tb_next
+        # No frame of the program's (a syntax error): the error alone, as Python shows it.
+        sys.stderr.write("".join(traceback.format_exception(type(error), error, tb)))
+        sys.stderr.flush()
+        return 1
 
     @property
     def running(self) -> bool:

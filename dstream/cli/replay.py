@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextvars
 import json
 
-from dstream.cli.program import Program
+from dstream.cli.program import Program, ProgramError
 from dstream.clock import programs_use
 from dstream.scheduler.replay import ReplayPlan
 
@@ -21,9 +21,14 @@ def run_replay(app: str, args: list[str], begin: str, end: str, speed: str) -> i
         raise SystemExit(f"dstream replay: {exc}") from None
     with programs_use(plan.clock):
         context = contextvars.copy_context()  # the program's thread sees the replay clock
-    program = Program(app, args)
+    program = Program(app, args, "replay")
     program.start(context)
-    ssc = program.wait_for_context()
+    try:
+        ssc = program.wait_for_context()
+    except ProgramError:
+        if program.error is None:  # ended without starting a StreamingContext
+            raise
+        return program.exit_status()
     try:
         plan.check(ssc)
     except ValueError as exc:
@@ -47,4 +52,4 @@ def run_replay(app: str, args: list[str], begin: str, end: str, speed: str) -> i
         ),
         flush=True,
     )
-    return 1 if program.error is not None else 0
+    return program.exit_status()

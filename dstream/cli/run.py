@@ -14,7 +14,7 @@ import itertools
 import os
 import shlex
 
-from dstream.cli.program import Program
+from dstream.cli.program import Program, ProgramError
 from dstream.scheduler.progress import ConsoleProgress
 from dstream.shutdown import install_sigterm_exit
 from dstream.sparkconf import RECOMMENDED, worker_daemon
@@ -66,7 +66,7 @@ def run_program(
     context = contextvars.copy_context()
     if checkpoint:
         context.run(programs_checkpoint, checkpoint)
-    program = Program(app, args)
+    program = Program(app, args, "run")
     # The program runs on a thread of its own: SIGTERM is turned into an exit here, on the
     # main thread, and the exit stops its context (dstream.shutdown).
     install_sigterm_exit()
@@ -77,6 +77,9 @@ def run_program(
             ssc.addStreamingListener(ConsoleProgress())
         while program.running:
             program.join(1)
+    except ProgramError:
+        if program.error is None:  # ended without starting a StreamingContext
+            raise
     except KeyboardInterrupt:
         from dstream.context import StreamingContext
 
@@ -84,7 +87,4 @@ def run_program(
         if active is not None:
             active.stop(stopSparkContext=True, stopGraceFully=True)
         program.join(120)
-    if program.error is not None:
-        print(f"dstream run: {program.path.name} failed: {program.error!r}")
-        return 1
-    return 0
+    return program.exit_status()

@@ -18,10 +18,9 @@ same names.
 from __future__ import annotations
 
 import code
-import sys
 from typing import TYPE_CHECKING, Any
 
-from dstream.cli.program import Program
+from dstream.cli.program import Program, ProgramError
 from dstream.dstream import handle_for
 from dstream.scheduler.engine import engine_of
 
@@ -73,9 +72,14 @@ def _ipython() -> Any:
 
 
 def run_shell(app: str, args: list[str]) -> int:
-    program = Program(app, args)
+    program = Program(app, args, "shell")
     program.start()
-    ssc = program.wait_for_context()
+    try:
+        ssc = program.wait_for_context()
+    except ProgramError:
+        if program.error is None:  # ended without starting a StreamingContext
+            raise
+        return program.exit_status()
     names = namespace(ssc)
     banner = _banner(program.path.name, names)
     try:
@@ -90,7 +94,4 @@ def run_shell(app: str, args: list[str]) -> int:
             ssc.stop(stopSparkContext=True, stopGraceFully=True)
         program.join(120)
     print("dstream shell: the program stopped", flush=True)
-    if program.error is not None:
-        print(f"dstream shell: {program.path.name} failed: {program.error!r}", file=sys.stderr)
-        return 1
-    return 0
+    return program.exit_status()

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dstream.scheduler.jobs import cancel_running_jobs
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class Checkpointer:
         else:
             group = self._current_group
             if group is not None:
-                self._sc.cancelJobGroup(group)
+                cancel_running_jobs(self._sc, group)
         self._queue.put(None)
         self._thread.join(timeout=120)
         self._thread = None

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from dstream import shutdown
+from dstream.console import use_default_logging
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import check_picklable
 from dstream.jvm import SHIM_JAR
@@ -94,6 +95,9 @@ class Engine:
         checkpoint_dir: str | None,
     ) -> None:
         self.sc = sc
+        # dstream's log lines in Spark's console format, at spark.log.level, unless the
+        # program configured logging (dstream.console).
+        use_default_logging(sc.getConf().get("spark.log.level"))
         self.batch_duration = batch_duration
         self.clock = clock
         self.settings = settings

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from dstream.clock import Clock
     from dstream.streams.output import Job
 
-__all__ = ["JobRunner", "job_description", "job_group"]
+__all__ = ["JobRunner", "cancel_running_jobs", "job_description", "job_group"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,20 @@ def job_group(prefix: str, time: Time) -> str:
     """The Spark job group of an interval's output jobs (``JobScheduler._group``): the
     executor monitor and the Spark UI's Streaming tab find an interval's jobs by it."""
     return f"{prefix}-{time.ms}"
+
+
+def cancel_running_jobs(sc: SparkContext, group: str) -> bool:
+    """Cancel ``group``'s running Spark jobs, if it has any (True). An interval waiting at
+    the ordering gate or between retries has none, and Spark's ``cancelJobGroup`` warns
+    "Failed to cancel job group ... Cannot find active jobs for it" for each such group:
+    six warnings at every stop of a program with intervals generated ahead. A job submitted
+    after this check is not cancelled, as it would not be by ``cancelJobGroup`` either; the
+    runner's own ``cancel()`` keeps the waiting jobs from starting."""
+    tracker = sc.statusTracker()
+    running = set(tracker.getActiveJobsIds()) & set(tracker.getJobIdsForGroup(group))
+    if running:
+        sc.cancelJobGroup(group)
+    return bool(running)
 
 
 def job_description(time: Time, output_index: int, label: str) -> str:

@@ -75,7 +75,7 @@ from dstream.scheduler.events import (
     SchedulerEvent,
     Shutdown,
 )
-from dstream.scheduler.jobs import JobRunner
+from dstream.scheduler.jobs import JobRunner, cancel_running_jobs
 from dstream.scheduler.timer import RecurringTimer
 from dstream.time import Time, human_time
 
@@ -245,13 +245,13 @@ class JobScheduler:
             if not finished:
                 self._jobs.cancel()
                 for t in list(self._batches):
-                    self._sc.cancelJobGroup(self._group(t))
+                    cancel_running_jobs(self._sc, self._group(t))
         else:
             with self._done:
                 running = list(self._batches)
             self._jobs.cancel()  # jobs waiting at the gate or to retry give up
             for t in running:
-                self._sc.cancelJobGroup(self._group(t))
+                cancel_running_jobs(self._sc, self._group(t))
         with self._generating:
             self._stopping = True
         self._jobs.shutdown(graceful)
@@ -517,7 +517,13 @@ class JobScheduler:
                 # a restarted driver runs it again before going on.
                 self.halt(f"{op.label} at batch {time} (after {attempts} attempts)", error, time)
             else:
-                log.error("%s", error)
+                # The headline only: awaitTermination raises the error with its traceback,
+                # which logged here as well was printed twice (79 lines for one failure).
+                log.error(
+                    "%s (awaitTermination raises it with its traceback)",
+                    str(error).splitlines()[0],
+                )
+                log.debug("%s", error)
                 self._on_error(error)
         batch.pending -= 1
         if batch.pending == 0:

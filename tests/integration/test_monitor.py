@@ -97,5 +97,5 @@ def test_the_shim_error_names_who_needs_it() -> None:
         "dstream JVM shim jar not found at /x/dstream-shim.jar (settings.executor_avoidance "
         "needs it). In a source checkout build it with `make shim` (or `bash "
         "jvm-shim/build.sh`); an installed dstream ships it in its wheel unless the wheel was "
-        "built without a JDK: reinstall from a wheel built with Java 17+"
+        "built with DSTREAM_BUILD_WITHOUT_SHIM=1: reinstall from a wheel built with a JDK 17+"
     )

@@ -169,6 +169,11 @@ def test_a_failed_interval_ends_the_program_promptly_and_quietly(tmp_path: Path)
     assert code == 1, err[-3000:]
     assert "ValueError: a bad record" in err
     assert "cannot schedule new futures" not in err, err[-3000:]
+    # The failure's traceback once (awaitTermination's; the log gives its headline), and
+    # the stop cancels only running jobs: no "Failed to cancel job group" per waiting one.
+    assert err.count("--- original traceback ---") == 1, err[-6000:]
+    assert "(awaitTermination raises it with its traceback)" in err
+    assert "Failed to cancel job group" not in err, err[-3000:]
     # Only the interval that failed was tried (three times: output_retries=2), not the ones
     # waiting behind it once nobody waited for them (the old exit ran each, ~6,000 lines).
     retried = set(re.findall(r"failed at batch ([0-9: .-]+) \(attempt", err))

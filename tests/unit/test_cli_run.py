@@ -4,6 +4,10 @@ settings, in every form spark-submit accepts (pure, no Spark)."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +75,51 @@ def test_conf_and_master_given_to_dstream_run_come_after_the_environment() -> No
 def test_a_conf_that_is_not_key_value_is_explained() -> None:
     with pytest.raises(SystemExit, match=r"--conf 'spark.ui.port' is not KEY=VALUE, e.g."):
         submit_args("", None, ["spark.ui.port"])
+
+
+@pytest.mark.parametrize("command", ["run", "shell"])
+def test_a_missing_program_is_one_line_naming_the_command(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dstream.cli import main
+
+    assert main([command, "/nonexistent/app.py"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"dstream {command}: /nonexistent/app.py is not a file; give the path of a streaming "
+        f"application script, e.g. dstream {command} examples/windowed_counts.py\n"
+    )
+
+
+def test_a_failed_program_prints_its_traceback_once_as_python_would(tmp_path: Path) -> None:
+    """``dstream run`` of a program that raises prints what ``python APP.py`` prints: its
+    traceback from the program's own frames, with real line breaks (it printed the error's
+    repr: one line with literal \\n), and exits with 1; ``sys.exit("message")`` too."""
+    app = tmp_path / "app.py"
+    app.write_text('def load():\n    raise ValueError("bad input\\nsecond line")\n\n\nload()\n')
+    done = run_cli(tmp_path, "run", str(app))
+    python = subprocess.run(
+        [sys.executable, str(app)], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == python.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == python.stderr
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    assert done.stderr.count("Traceback") == 1 and f'File "{app}", line 5' in done.stderr
+    assert done.stderr.endswith("ValueError: bad input\nsecond line\n")
+    app.write_text('import sys\nsys.exit("no input directory given")\n')
+    done = run_cli(tmp_path, "run", str(app))
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "no input directory given\n")
+
+
+def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dstream", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        timeout=120,
+    )

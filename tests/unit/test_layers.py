@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"storage"},  # formats and file systems
 ]
 LEAVES = {
-    "clock", "errors", "functions", "jvm", "listener", "settings", "shutdown", "sparkconf",
+    "clock", "console", "errors", "functions", "jvm", "listener", "settings", "shutdown", "sparkconf",
     "tables", "time", "timetext", "versions",
 }  # fmt: skip
 

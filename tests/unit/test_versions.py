@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +149,46 @@ def test_local_workers_default_to_the_drivers_python(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("PYSPARK_PYTHON", "/chosen/python")
     chosen = FakeSparkContext("local[2]")
     assert not default_workers_python(chosen) and chosen.pythonExec == "python3"
+
+
+def test_the_probe_runs_on_an_executor_without_dstream_and_says_so(tmp_path: Path) -> None:
+    """The probe's task is shipped by value: a Python that cannot import dstream runs it and
+    reports why (the task does not fail, so Spark logs no failed attempts first)."""
+    import glob
+    import os
+    import subprocess
+    import sys
+
+    import pyspark
+    from pyspark import cloudpickle
+
+    from dstream.versions import _by_value, _executor_versions
+
+    shipped = cloudpickle.dumps(_by_value(_executor_versions))
+    lib = os.path.join(os.path.dirname(pyspark.__file__), "python", "lib")
+    run = "import pickle, sys; f = pickle.loads(sys.stdin.buffer.read()); print(list(f([0])))"
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", run],  # -S: no site-packages, so no dstream
+        input=shipped,
+        capture_output=True,
+        env={"PYTHONPATH": ":".join(glob.glob(f"{lib}/*.zip"))},  # a Spark worker's path
+        cwd=tmp_path,  # not the checkout, whose dstream/ -c would import
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "(None, \"ModuleNotFoundError: No module named 'dstream'\"" in done.stdout.decode()
+
+
+def test_an_executor_without_dstream_is_refused_in_one_line() -> None:
+    from dstream.versions import ExecutorEnvironmentError, probe_executors
+
+    why = "ModuleNotFoundError: No module named 'dstream'"
+    sc = FakeSparkContext("spark://h:7077", (None, why, "/usr/bin/python3.11", "3.11.7"))
+    with pytest.raises(ExecutorEnvironmentError) as refused:
+        probe_executors(sc)
+    message = str(refused.value)
+    assert "\n" not in message and sc.jobs == 1
+    assert message.startswith(  # the Python configured (pyspark's default), and what it ran
+        "the executors' Python (python3 -> /usr/bin/python3.11, Python 3.11.7) cannot run "
+        f"dstream's tasks: {why}; give the executors a Python with the same dstream and pyspark"
+    )
