@@ -9,7 +9,7 @@ from dstream.recovery.replay import ReplayPolicy
 from dstream.recovery.replicate import ReplicatePolicy
 from dstream.time import Duration, to_duration
 
-__all__ = ["KINDS", "policy_for"]
+__all__ = ["KINDS", "SavedStrategy", "policy_for", "policy_from_saved"]
 
 # What recoveryStrategy() accepts, the default first.
 KINDS = (CheckpointPolicy.kind, ReplayPolicy.kind, ReplicatePolicy.kind, AutoPolicy.kind)
@@ -73,3 +73,29 @@ def policy_for(
     if kind == AutoPolicy.kind:
         return AutoPolicy(window if unbounded is None else None, duration)
     return CheckpointPolicy(duration)
+
+
+class SavedStrategy:
+    """The strategy a program saved before the policies recorded (its fields: ``kind``,
+    ``every``, ``replicas``, ``window``); dstream.streams.graph_pickle loads it as this."""
+
+    kind: str = CheckpointPolicy.kind
+    every: Duration | None = None
+    replicas: int | None = None
+    window: Duration | None = None
+
+
+def policy_from_saved(
+    saved: SavedStrategy, window: Duration | None, unbounded: str | None
+) -> RecoveryPolicy:
+    """The policy of a state whose program was saved before the policies (what
+    :func:`policy_for` gave for the same choice, already validated then)."""
+    if saved.kind == ReplayPolicy.kind:
+        replayed = saved.window or window
+        assert replayed is not None
+        return ReplayPolicy(replayed, saved.every)
+    if saved.kind == ReplicatePolicy.kind:
+        return ReplicatePolicy(saved.replicas or 2, saved.every)
+    if saved.kind == AutoPolicy.kind:
+        return AutoPolicy(window if unbounded is None else None, saved.every)
+    return CheckpointPolicy(saved.every)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import time as _time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dstream.recovery.approximate import ApproximatePolicy
 from dstream.recovery.checkpoint import CheckpointPolicy
-from dstream.recovery.choice import policy_for
+from dstream.recovery.choice import policy_for, policy_from_saved
 from dstream.recovery.compatibility import refusal
 from dstream.recovery.policy import RecoveryPolicy
 from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
@@ -77,6 +78,16 @@ class RecoverableState(DStreamCore[Any]):
         # The low-water mark a restart read from the journal (replay: the oldest interval a
         # rebuild may still fold).
         self._restored_floor_ms: int | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A program saved before the recovery policies: its strategy and approximateRecovery
+        # bound were fields of their own (loaded as dstream.recovery's, graph_pickle._MOVED).
+        saved, spec = state.pop("_strategy", None), state.pop("_approx", None)
+        super().__setstate__(state)
+        if saved is not None:
+            self._recovery = policy_from_saved(saved, self._window, self._unbounded)
+        if spec is not None:
+            self._recovery = ApproximatePolicy(self._recovery, spec)
 
     def _refuse(self, added: str, **names: object) -> None:
         """Raise the compatibility table's error for adding ``added`` to this state's

@@ -177,3 +177,53 @@ def test_the_auto_pick_is_not_saved_with_the_program() -> None:
     auto.measured(_State(), 2.0, 1, Duration(10_000))
     again = pickle.loads(pickle.dumps(auto))
     assert again.choice is None and again.in_force.kind == "checkpoint"  # the journal's
+
+
+def test_a_program_saved_before_the_policies_loads_with_its_choice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A program saved before dstream.recovery pickled its strategy as
+    dstream.streams.strategy.RecoveryStrategy: it loads, and becomes the same policy."""
+    import dataclasses
+    import pickle
+    import sys
+    import types
+
+    from dstream.recovery.choice import policy_from_saved
+    from dstream.recovery.replay import ReplayPolicy
+    from dstream.recovery.replicate import ReplicatePolicy
+    from dstream.streams.graph_pickle import loads_graph
+
+    @dataclasses.dataclass(frozen=True)
+    class RecoveryStrategy:  # as it was
+        kind: str = "checkpoint"
+        every: Duration | None = None
+        replicas: int | None = None
+        window: Duration | None = None
+
+    RecoveryStrategy.__module__ = "dstream.streams.strategy"
+    RecoveryStrategy.__qualname__ = "RecoveryStrategy"
+    then = types.ModuleType("dstream.streams.strategy")
+    then.RecoveryStrategy = RecoveryStrategy  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "dstream.streams.strategy", then)
+    saved = [
+        RecoveryStrategy("replay", None, None, WINDOW),
+        RecoveryStrategy("replicate", Duration(20_000), 3, None),
+        RecoveryStrategy("auto", None, None, None),
+        RecoveryStrategy(),
+    ]
+    data = pickle.dumps(saved, protocol=5)
+    monkeypatch.delitem(sys.modules, "dstream.streams.strategy")
+
+    class _Graph:
+        context = sc = None
+
+    replay, replicate, auto, checkpoint = (
+        policy_from_saved(s, WINDOW, None)
+        for s in loads_graph(data, _Graph())  # type: ignore[arg-type]
+    )
+    assert isinstance(replay, ReplayPolicy) and replay.rebuild_every == WINDOW
+    assert isinstance(replicate, ReplicatePolicy) and replicate.copies(1) == 3
+    assert replicate.checkpoint_every(Duration(1_000)) == Duration(20_000)
+    assert isinstance(auto, AutoPolicy) and auto.window == WINDOW
+    assert isinstance(checkpoint, CheckpointPolicy)
