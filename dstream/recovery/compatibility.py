@@ -4,12 +4,13 @@ whole program and its settings (:func:`check_program`).
 
 A row is a pair, *the one the state has* then *the one added*, both modes of
 :mod:`dstream.recovery.choice` (plus ``approximate``) or features (``rescale``,
-``pipelining``, ``tentative outputs``, ``replica budget``). A pair not in the table combines.
+``pipelining``, ``tentative outputs``, ``replica budget``, ``elastic``). A pair not in the
+table combines.
 :data:`REFUSED` pairs raise the message (it names the value, the rule and the fix);
 :data:`LEFT_OUT` pairs run, the feature passing over that state (why, in words)::
 
-                 replicate  replay  rescale  pipelining  tentative outputs  replica budget
-    approximate  refused    refused refused  refused     left out           left out
+                 replicate replay  rescale pipelining tentative outputs replica budget elastic
+    approximate  refused   refused refused refused    left out          left out       left out
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ TABLE: dict[tuple[str, str], Rule] = {
     ),
     ("approximate", "replica budget"): Rule(
         LEFT_OUT, "its lost partitions are restored from copies, not read from a replica"
+    ),
+    # The elastic policy rescales every state that can: not one whose count is fixed.
+    ("approximate", "elastic"): Rule(
+        LEFT_OUT, "each partition keeps its own copy and share of maxDivergence"
     ),
 }
 

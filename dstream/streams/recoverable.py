@@ -66,7 +66,7 @@ class RecoverableState(DStreamCore[Any]):
         self._files: TaskFiles = LocalTaskFiles()
         # Names this stream's checkpoint directory; a restored stream keeps its old key.
         self._restored_key: str | None = None
-        # Bytes of the last checkpoint written (progress records, "auto"), and of all of
+        # Bytes of the last checkpoint written (progress records, auto's measure), and of all of
         # them since this driver started.
         self._checkpoint_bytes: int | None = None
         self._checkpoint_bytes_total = 0

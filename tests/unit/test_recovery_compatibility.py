@@ -20,7 +20,7 @@ from dstream.recovery.compatibility import (
 from dstream.time import Duration
 
 MODES = (*KINDS, "approximate")
-FEATURES = ("rescale", "pipelining", "tentative outputs", "replica budget")
+FEATURES = ("rescale", "pipelining", "tentative outputs", "replica budget", "elastic")
 
 
 @pytest.mark.parametrize(
@@ -41,6 +41,7 @@ FEATURES = ("rescale", "pipelining", "tentative outputs", "replica budget")
         *[({a}, b, None, None) for a in KINDS for b in KINDS],
         ({"approximate"}, "tentative outputs", LEFT_OUT, "restores its own lost partitions"),
         ({"approximate"}, "replica budget", LEFT_OUT, "restored from copies"),
+        ({"auto", "approximate"}, "elastic", LEFT_OUT, "share of maxDivergence"),
     ],
 )
 def test_the_table(have: set[str], added: str, verdict: str | None, message: str | None) -> None:
