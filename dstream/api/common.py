@@ -83,7 +83,7 @@ class CommonOps(Generic[T]):
         self, kind: str, every: object = None, copies: int | None = None
     ) -> DStream[T]:
         """How the state behind this stream survives a lost executor or driver (StreamScope's
-        strategies, per stream; see :mod:`dstream.streams.strategy`):
+        strategies, per stream; see :mod:`dstream.recovery`):
 
         * ``"checkpoint"`` (the default): state files every ``every`` (the checkpoint
           interval), lineage recomputed from the last one.

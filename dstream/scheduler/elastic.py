@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import StreamingListener
+from dstream.recovery.compatibility import left_out
 
 if TYPE_CHECKING:
     from dstream.scheduler.checkpointer import Checkpointer
@@ -341,6 +342,8 @@ class ElasticController(StreamingListener):
         for stream in self._graph.streams:
             if not isinstance(stream, StateStream) or stream.fixed_partitions is not None:
                 continue
+            if left_out(stream.recovery_modes, "elastic") is not None:
+                continue  # its count is fixed by its recovery mode (the table says why)
             have = stream.schedule.latest
             want = rescaled_partitions(have, step)
             if want != have:

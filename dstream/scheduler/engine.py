@@ -36,6 +36,7 @@ from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import check_picklable
 from dstream.jvm import SHIM_JAR
 from dstream.listener import ListenerBus, StreamingListenerStreamingStarted
+from dstream.recovery.compatibility import check_program
 from dstream.scheduler.checkpointer import Checkpointer
 from dstream.scheduler.coordinator import BatchCoordinator
 from dstream.scheduler.elastic import ElasticController
@@ -57,6 +58,7 @@ from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 from dstream.storage.ownership import claim, owners_on_record
 from dstream.streams.copartitioned import SectionMarks
 from dstream.streams.graph import DStreamGraph, graph_of
+from dstream.streams.state_base import StateStream
 from dstream.time import Duration, Time
 from dstream.versions import probe_executors
 
@@ -183,6 +185,11 @@ class Engine:
                 )
             graph = self.graph
             graph.validate()
+            # Which recovery modes and features combine: the one table, over the program.
+            check_program(
+                [s for s in graph.streams if isinstance(s, StateStream)],
+                pipelining_depth=self.settings.pipelining_depth,
+            )
             # A misspelt spark.streaming.stopGracefullyOnShutdown fails here, not at exit.
             shutdown.graceful_on_shutdown(
                 self.sc.getConf().get(shutdown.STOP_GRACEFULLY_ON_SHUTDOWN)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
+from dstream.recovery.compatibility import left_out
 from dstream.scheduler.coordinator import given_names
 from dstream.scheduler.replicas import Candidate, plan
 from dstream.streams.fidelity import output_fidelity
@@ -177,8 +178,8 @@ class TentativeController:
 
     def _capable(self, state: StateStream) -> bool:
         """States a tentative pass can compute (lineage-recovered keyed states and windows)."""
-        if isinstance(state, StateDStream):
-            return state.approximate is None
+        if isinstance(state, StateDStream):  # unless the table leaves its mode out
+            return left_out(state.recovery_modes, "tentative outputs") is None
         return isinstance(state, ReducedWindowedDStream)
 
     def _states(self) -> list[StateStream]:

@@ -20,56 +20,17 @@ is restored by its task from the partition's copy. What the driver keeps:
 from __future__ import annotations
 
 import logging
-import math
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dstream.tasks.approx_state import l1
 from dstream.tasks.notes import NoteSlot, SlotNotes
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["ApproxSpec", "Approximation", "approx_spec"]
+__all__ = ["Approximation"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ApproxSpec:
-    """A user's ``approximateRecovery(maxDivergence, divergence)``."""
-
-    max_divergence: float
-    divergence: Callable[[Any, Any], float]
-    divergence_name: str
-
-
-def approx_spec(max_divergence: object, divergence: object, label: str) -> ApproxSpec:
-    """Validate a user's choice for the state ``label``."""
-    if (
-        isinstance(max_divergence, bool)
-        or not isinstance(max_divergence, int | float)
-        or not math.isfinite(max_divergence)
-        or max_divergence < 0
-    ):
-        raise ValueError(
-            f"approximateRecovery(maxDivergence={max_divergence!r}) of {label}: the bound "
-            "must be a finite number >= 0 in the units of the divergence (for 'l1' over "
-            "counts, how many counts the state may lose in all), e.g. maxDivergence=1000; "
-            "0 makes every restore exact"
-        )
-    if divergence == "l1":
-        return ApproxSpec(float(max_divergence), l1, "l1")
-    if callable(divergence):
-        name = getattr(divergence, "__name__", type(divergence).__name__)
-        return ApproxSpec(float(max_divergence), divergence, name)
-    raise ValueError(
-        f"approximateRecovery(divergence={divergence!r}) of {label}: use 'l1' (numbers, and "
-        "tuples, lists or dicts of numbers) or a function(state at the copy or None, state "
-        "now or None) -> float"
-    )
 
 
 class Approximation:

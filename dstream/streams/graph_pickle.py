@@ -71,10 +71,22 @@ class _GraphPickler(cloudpickle.Pickler):
         return super().reducer_override(obj)
 
 
+# Classes a saved program names that have moved since: (module, name) then -> now.
+_MOVED = {
+    # Before the recovery policies (dstream.recovery, issue 59) a state saved its strategy
+    # and approximateRecovery's bound as these; RecoverableState turns them into its policy.
+    ("dstream.streams.strategy", "RecoveryStrategy"): ("dstream.recovery.choice", "SavedStrategy"),
+    ("dstream.streams.approximate", "ApproxSpec"): ("dstream.recovery.approximate", "ApproxSpec"),
+}
+
+
 class _GraphUnpickler(pickle.Unpickler):
     def __init__(self, file: io.BytesIO, graph: DStreamGraph) -> None:
         super().__init__(file)
         self._objects = _references(graph)
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(*_MOVED.get((module, name), (module, name)))
 
     def persistent_load(self, pid: Any) -> Any:
         if pid in self._objects:

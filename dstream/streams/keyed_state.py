@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.functions import UserFunction
+from dstream.recovery.approximate import ApproximatePolicy, ApproxSpec, approx_spec
 from dstream.storage.checkpoint import COMPLETE
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.snapshots import decode_manifest, encode_manifest
-from dstream.streams.approximate import Approximation, ApproxSpec, approx_spec
+from dstream.streams.approximate import Approximation
 from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
 from dstream.streams.fidelity import Loss
@@ -49,7 +50,6 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.settings import StreamingSettings
     from dstream.streams.tentative import Saved, StateChain
 
 __all__ = ["StateDStream", "TaggedEvents", "TrackDStream", "TrackView"]
@@ -89,15 +89,10 @@ class ApproximatedState(StateStream):
 
     _transient: ClassVar[tuple[str, ...]] = ("_approximation", "_pruned_at", "_held")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # approximateRecovery(): restore lost partitions from copies within a bound.
-        self._approx: ApproxSpec | None = None
-
     @property
     def approximate(self) -> ApproxSpec | None:
         """``approximateRecovery()``'s bound, if it was asked for (None: exact recovery)."""
-        return self._approx
+        return self._recovery.approximate
 
     def _init_transient(self) -> None:
         super()._init_transient()
@@ -108,48 +103,8 @@ class ApproximatedState(StateStream):
     # ---- approximateRecovery -----------------------------------------------------------------
     def set_approximate(self, max_divergence: object, divergence: object) -> None:
         spec = approx_spec(max_divergence, divergence, self.label)
-        if self._strategy.kind in ("replicate", "replay"):
-            raise ValueError(
-                f"approximateRecovery() of {self.label} restores lost partitions from its "
-                f'own copies; it cannot be combined with recoveryStrategy("{self._strategy.kind}")'
-                ": keep one of them"
-            )
-        self._approx = spec
-
-    def set_strategy(self, kind: object, every: object, copies: object) -> None:
-        if self._approx is not None and kind in ("replicate", "replay"):
-            raise ValueError(
-                f"recoveryStrategy({kind!r}) of {self.label}, whose lost partitions "
-                "approximateRecovery() already restores from copies; keep one of them"
-            )
-        super().set_strategy(kind, every, copies)
-
-    def rescale(self, count: object) -> Time | None:
-        # A state whose count is fixed anyway (track()) says its own rule.
-        if self._approx is not None and self.fixed_partitions is None:
-            raise ValueError(
-                f"rescale({count!r}) of {self.label}: under approximateRecovery() each "
-                "partition keeps its own copy and its own share of maxDivergence, so the "
-                "partition count is fixed (numPartitions= when it is made)"
-            )
-        return super().rescale(count)
-
-    def _check_settings(self, settings: StreamingSettings) -> None:
-        if self._approx is None:
-            return
-        if settings.pipelining_depth > 1:
-            raise ValueError(
-                f"approximateRecovery() of {self.label} reads each interval's state from "
-                "the executors' memory once the interval before has made it, which timestep "
-                f"pipelining (pipelining_depth={settings.pipelining_depth}) does not wait "
-                "for; run it with pipelining_depth=1"
-            )
-        from dstream.jvm import ShimMissingError, shim_class
-
-        try:
-            shim_class(self._graph.sc, "io.dstream.shim.state.StateBlocks")
-        except ShimMissingError as exc:
-            raise ShimMissingError(exc.path, f"approximateRecovery() of {self.label}") from None
+        self._refuse(ApproximatePolicy.kind)
+        self._recovery = ApproximatePolicy(self._recovery, spec)
 
     @property
     def _tracker(self) -> Approximation:
@@ -158,13 +113,13 @@ class ApproximatedState(StateStream):
         return self._approximation
 
     @property
-    def _steps_from_blocks(self) -> bool:
-        return self._approx is not None
+    def _restore_log(self) -> Approximation:
+        return self._tracker
 
     def _before_interval(self, time: Time) -> None:
         """Interval ``time`` reads the blocks of ``time - slide``: make those no task has made
         yet (an interval no output read), so that a missing block means a lost one."""
-        if self._approx is None:
+        if not self._recovery.steps_from_blocks:
             return
         previous = time - self.slide_duration
         state = self.state_rdd(previous)
@@ -175,11 +130,11 @@ class ApproximatedState(StateStream):
             self._graph.sc.runJob(state, lambda records: [], missing)
 
     def _approx_persist(self) -> Any:
-        # On disk too: a block evicted for memory would be restored from its copy, as if lost.
-        return memory_only(self._strategy.copies(self._graph.settings.state_replicas), True)
+        kept = self._recovery.persistence(self._graph.settings.state_replicas)
+        return memory_only(kept.copies, kept.disk)
 
     def _approx_task(self, times: list[Time]) -> ApproxTask:
-        spec = self._approx
+        spec = self._recovery.approximate
         assert spec is not None and self._root is not None
         wanted = {u.ms for u in times}
         restores = {ms: r for ms, r in self._tracker.restores.items() if ms in wanted}
@@ -196,12 +151,11 @@ class ApproximatedState(StateStream):
         )
 
     def _on_batch_completed(self, time: Time) -> None:
-        if self._approx is not None:
-            self._tracker.harvest(time.ms, self.label)
+        self._tracker.harvest(time.ms, self.label)  # (nothing to harvest but under it)
         super()._on_batch_completed(time)
 
     def _submit_checkpoint(self, time: Time, rdd: RDD[Any]) -> bool:
-        if self._approx is None:
+        if not self._recovery.steps_from_blocks:
             return super()._submit_checkpoint(time, rdd)
         # The state of `time` stays cached until its checkpoint is written: recomputed, a
         # partition whose previous block is gone by then would be restored from its copy,
@@ -217,8 +171,7 @@ class ApproximatedState(StateStream):
 
     def checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
         super().checkpoint_now(time, rdd)
-        if self._approx is not None:  # written: what it held, and any a skipped one held
-            self._release(lambda t: t <= time)
+        self._release(lambda t: t <= time)  # written: what it held, and any a skipped one held
 
     def _release(self, which: Callable[[Time], bool]) -> None:
         with self._lock:
@@ -229,7 +182,7 @@ class ApproximatedState(StateStream):
 
     def delete_unused_checkpoints(self, keep: set[int]) -> None:
         super().delete_unused_checkpoints(keep)
-        if self._approx is None or self._root is None or self._published_ms is None:
+        if self.approximate is None or self._root is None or self._published_ms is None:
             return
         # A restart rebuilds from the oldest checkpoint a record still on disk names: the
         # restores before it are never replayed again, nor are the copies only they read.
@@ -260,29 +213,6 @@ class ApproximatedState(StateStream):
             for ms, kind in files:
                 if ms < bases[-1]:
                     fs.delete(f"{directory}/{split:05d}/{ms:013d}.{kind}")
-
-    def journal_state(self) -> dict[str, Any] | None:
-        state = super().journal_state()
-        if self._approx is not None and state is not None:
-            state["approx_restores"] = self._tracker.journal()
-        return state
-
-    def restore_state(self, state: dict[str, Any]) -> None:
-        super().restore_state(state)
-        if self._approx is not None:
-            self._tracker.restore_journal(state.get("approx_restores") or {})
-
-    def progress(self, time: Time, cached_bytes: dict[int, int]) -> dict[str, Any]:
-        entry = super().progress(time, cached_bytes)
-        if self._approx is not None:
-            tracker = self._tracker
-            entry["approximateRecovery"] = {
-                "maxDivergence": self._approx.max_divergence,
-                "divergence": self._approx.divergence_name,
-                "copyBytes": tracker.copy_bytes,
-                "restoredPartitions": tracker.restored,
-            }
-        return entry
 
 
 class StateDStream(ApproximatedState):
@@ -326,18 +256,18 @@ class StateDStream(ApproximatedState):
 
     def _persist_level(self) -> Any:
         # Under approximateRecovery users get a view (not cached) of the cached state.
-        return None if self._approx is not None else super()._persist_level()
+        return None if self.approximate is not None else super()._persist_level()
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdd = super()._compute(time)
-        if self._approx is None or rdd is None:
+        if self.approximate is None or rdd is None:
             return rdd
         rdd.persist(self._approx_persist())
         self._internal[time] = rdd
         return rdd.mapPartitions(drop_meta, preservesPartitioning=True)
 
     def state_rdd(self, time: Time) -> RDD[Any] | None:
-        if self._approx is None:
+        if self.approximate is None:
             return super().state_rdd(time)
         return self._internal.get(time)
 
@@ -394,7 +324,7 @@ class StateDStream(ApproximatedState):
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
         update, intervals = self._update, len(times)
         union = sectioned_union(self._graph.runtime.marks, count, groups)
-        if self._approx is not None:
+        if self.approximate is not None:
             return self._approximate_merge(union, times)
         quarantine = self._graph.quarantine
         wrap, counter = substitution(saved), self._section_counter(times, saved)
@@ -419,7 +349,7 @@ class StateDStream(ApproximatedState):
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
         before = self._schedule.at((time - self.slide_duration).ms)
-        if self._approx is not None:
+        if self.approximate is not None:
             # The previous state's blocks as the executors hold them, not its lineage.
             from dstream.streams.surviving import surviving
 
@@ -429,7 +359,7 @@ class StateDStream(ApproximatedState):
     def _tentative_step(
         self, time: Time, previous: RDD[Any], times: list[Time], saved: Saved | None
     ) -> RDD[Any]:
-        if self._approx is not None:
+        if self.approximate is not None:
             raise NotImplementedError(
                 f"{self.label} restores its own lost partitions (approximateRecovery)"
             )
@@ -524,7 +454,7 @@ class TrackDStream(ApproximatedState):
         snapshots = None if base_ms is None else self._snapshots(base_ms)
         quarantine, label, stream = self._graph.quarantine, self.label, self._id
         acc = quarantine.accumulator() if quarantine.active else None
-        approx = None if self._approx is None else self._approx_task(times)
+        approx = None if self.approximate is None else self._approx_task(times)
         said = None if approx is None else self._tracker.accumulator()
 
         def fold_partition(split: int, records: Iterable[Any]) -> Iterator[tuple[int, TrackDelta]]:
@@ -547,7 +477,7 @@ class TrackDStream(ApproximatedState):
         return union.mapPartitionsWithIndex(fold_partition, preservesPartitioning=True)
 
     def _step(self, time: Time, previous: RDD[Any]) -> RDD[Any]:
-        if self._approx is None:
+        if self.approximate is None:
             return self._fold(previous, self._built_on.get(time - self.slide_duration), [time])
         # The previous deltas as the executors hold them, not their lineage; each task moves
         # its delta onto the newest snapshot itself (fold_approximate), folding nothing again.
@@ -556,9 +486,6 @@ class TrackDStream(ApproximatedState):
         with self._lock:
             base = self._published_ms
         return self._fold(surviving(previous), base, [time])
-
-    def _persist_level(self) -> Any:
-        return self._approx_persist() if self._approx is not None else super()._persist_level()
 
     def _rebuild(self, time: Time, base_ms: int | None) -> RDD[Any] | None:
         times = self._replay_times(time, base_ms)
@@ -570,7 +497,7 @@ class TrackDStream(ApproximatedState):
     def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> bytes:
         # The checkpoint of track() is a compaction: snapshot + delta -> a new snapshot. Its
         # manifest records each new snapshot's digest.
-        if self._approx is not None:
+        if self.approximate is not None:
             # The deltas the stream went on from, as the executors hold them: a block lost
             # since is not compacted (restored, it would not be the chain that moves onto
             # this snapshot), and this checkpoint fails; the next one is taken as usual.

@@ -23,26 +23,22 @@ asynchronous.
 from __future__ import annotations
 
 import logging
-import time as _time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.functions import UserFunction
-from dstream.storage.checkpoint import COMPLETE, checkpoint_dir, partition_path, read_partition
-from dstream.storage.checkpoint import write_partition as _write_partition
-from dstream.storage.filesystem import filesystem_for, publish
-from dstream.storage.paths import qualify
-from dstream.storage.taskfs import LocalTaskFiles, TaskFiles, task_files_for
+from dstream.recovery.checkpoint import CheckpointPolicy
+from dstream.recovery.policy import RecoveryPolicy, RestoreLog
 from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import memory_only
+from dstream.streams.elastic import ElasticState
 from dstream.streams.fidelity import Loss
-from dstream.streams.rescale import PartitionSchedule, regroup
-from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
+from dstream.streams.rescale import PartitionSchedule
 from dstream.streams.tentative import Ledger, Saved, section_counter
-from dstream.time import Duration, Time
+from dstream.time import Time
 
 if TYPE_CHECKING:
-    from pyspark import RDD, StorageLevel
+    from pyspark import RDD
 
     from dstream.streams.tentative import StateChain, TentativePass
 
@@ -51,7 +47,7 @@ __all__ = ["StateStream"]
 log = logging.getLogger(__name__)
 
 
-class StateStream(DStreamCore[Any]):
+class StateStream(ElasticState):
     is_state = True
     needs_storage = True
 
@@ -64,70 +60,22 @@ class StateStream(DStreamCore[Any]):
         user_functions: Iterable[UserFunction] = (),
     ) -> None:
         super().__init__(parents[0].graph, parents, name=name, user_functions=user_functions)
-        # The partition count of each interval's state (rescale() adds steps).
         self._schedule = PartitionSchedule(num_partitions)
-        # The count the program's code asks for (numPartitions=, or rescale() before start):
-        # journaled, so that a restarted driver tells a changed program (rescale to its new
-        # count) from the same program (keep the counts run-time rescales gave the state).
-        self._declared_partitions: int | None = num_partitions
+        self._declared_partitions = num_partitions
         self._storage_level = STATE
-        self._root: str | None = None
-        # How this state survives the loss of its partitions (see dstream.streams.strategy).
-        self._strategy = RecoveryStrategy()
-
-    # Why the state cannot be rebuilt from a window of input (None: it can, see _window).
-    _unbounded: ClassVar[str | None] = "its state depends on every interval since the start"
-    # Why the state cannot change its partition count (None: it can, see rescale()).
-    fixed_partitions: ClassVar[str | None] = "its partitions are not (key, state) records"
-    # (None in a graph saved before the declared count was: the same program as the journal's.)
-    _declared_partitions: int | None = None
+        # How this state survives the loss of its partitions (see dstream.recovery).
+        self._recovery: RecoveryPolicy = CheckpointPolicy()
 
     _transient: ClassVar[tuple[str, ...]] = (
-        "_published_ms",
-        "_built_on",
         "_restoring",
-        "_root",
-        "_files",
-        "_restored_key",
-        "_auto",
-        "_completed_ms",
-        "_restored_floor_ms",
-        "_checkpoint_bytes",
-        "_checkpoint_bytes_total",
-        "_wanted_partitions",
-        "_unswept",
         "_ledger",
         "_replicated",
     )
 
     def _init_transient(self) -> None:
         super()._init_transient()
-        # The checkpoint future intervals are rebuilt from (batch ms), and which checkpoint
-        # each remembered interval was built on.
-        self._published_ms: int | None = None
-        self._built_on: dict[Time, int | None] = {}
         # After a driver restart, old inputs may (must) be recomputed from durable input.
         self._restoring = False
-        self._root = None
-        # How tasks reach the files under root (chosen by prepare_storage).
-        self._files: TaskFiles = LocalTaskFiles()
-        # Names this stream's checkpoint directory; a restored stream keeps its old key.
-        self._restored_key: str | None = None
-        # What "auto" picked and why, once a checkpoint was measured (or a restart read it).
-        self._auto: tuple[str, str] | None = None
-        # The newest completed interval, and the low-water mark a restart read from the
-        # journal (replay: the oldest interval a rebuild may still fold).
-        self._completed_ms: int | None = None
-        self._restored_floor_ms: int | None = None
-        # Bytes of the last checkpoint written (progress records, "auto"), and of all of
-        # them since this driver started.
-        self._checkpoint_bytes: int | None = None
-        self._checkpoint_bytes_total = 0
-        # A restored program that asked for another partition count than the journal's.
-        self._wanted_partitions: int | None = None
-        # Checkpoint directories may exist that no live checkpoint accounts for (a replay
-        # state sweeps them once none is live; see delete_unused_checkpoints).
-        self._unswept = True
         # The records each partition folded in, per interval (tentative results' rates).
         self._ledger = Ledger()
         # Partitions the replica budget gives a second copy in memory (see
@@ -135,22 +83,11 @@ class StateStream(DStreamCore[Any]):
         self._replicated: frozenset[int] = frozenset()
 
     # ---- what other packages read of a state (the scheduler, tentative results) -------------
-    @property
-    def published_ms(self) -> int | None:
-        """The newest checkpoint written completely (batch ms): future intervals are rebuilt
-        from it (None: none yet)."""
-        return self._published_ms
-
     def built_on(self, time: Time) -> int | None:
         """The checkpoint (batch ms) the remembered state of ``time`` was built on (None: none,
         or not remembered)."""
         with self._lock:
             return self._built_on.get(time)
-
-    @property
-    def schedule(self) -> PartitionSchedule:
-        """The partition count of each interval's state (``rescale()`` adds steps)."""
-        return self._schedule
 
     @property
     def ledger(self) -> Ledger:
@@ -178,159 +115,10 @@ class StateStream(DStreamCore[Any]):
         if an input it needs is no longer remembered."""
         raise NotImplementedError
 
-    def _write_checkpoint(self, time: Time, rdd: RDD[Any], directory: str) -> bytes:
-        """Write ``rdd`` (the state of ``time``) under ``directory``: one file per partition.
-        Returns the content of the checkpoint's ``_COMPLETE`` marker (a manifest; empty here:
-        each partition file carries its own checksum)."""
-        files = self._files
-        rdd.mapPartitionsWithIndex(
-            lambda i, it: [_write_partition(files, partition_path(directory, i), list(it))]
-        ).count()
-        return b""
-
-    # ---- the mechanism ---------------------------------------------------------------------
-    @property
-    def _key(self) -> str:
-        return self._restored_key if self._restored_key is not None else str(self._id)
-
-    # ---- elastic partitions -------------------------------------------------------------------
-    @property
-    def partitions(self) -> int:
-        """The partition count of the newest step (fixed for track())."""
-        return self._schedule.latest
-
-    def partitions_at(self, time: Time) -> int:
-        return self._schedule.at(time.ms)
-
-    def rescale(self, count: object) -> Time | None:
-        """``count`` partitions from the next interval not generated yet (before start: from
-        the first). Returns that interval (None before start)."""
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise ValueError(
-                f"rescale({count!r}) of {self.label}: the partition count must be a "
-                "positive int, e.g. rescale(8)"
-            )
-        if self.fixed_partitions is not None:
-            raise ValueError(
-                f"rescale({count}) of {self.label}: {self.fixed_partitions}; its partition "
-                "count is fixed (numPartitions= when it is made)"
-            )
-        with self._lock:
-            if self._zero_time is None:
-                self._schedule.start_with(count)
-                self._declared_partitions = count
-                return None
-            newest = max(self._generated, default=self._zero_time)
-            if self._completed_ms is not None:
-                newest = max(newest, Time(self._completed_ms))
-            start = newest + self.slide_duration
-            self._schedule.add(start.ms, count)
-        log.info("%s: %d partitions from interval %s", self.label, count, start)
-        self._warm_up(self._schedule.at((start - self.slide_duration).ms), count)
-        return start
-
-    def _warm_up(self, old: int, new: int) -> None:
-        """Run, in the caller's thread and before the rescale interval, what the interval
-        would otherwise do first: the section marks of the new count (a small job and a
-        shuffle) and one regroup of them (which ships the shim jar to the executors and
-        loads its classes there)."""
-        marks = self._graph.runtime.marks
-        marks.get(new).count()
-        regroup(self._graph.sc, marks.get(old), old, new).count()
-
-    def _fit(self, rdd: RDD[Any], count: int, have: int | None = None) -> RDD[Any]:
-        """``rdd`` (hash-partitioned (key, value) records) in ``count`` partitions: itself,
-        or regrouped (narrowly when the counts allow; see dstream.streams.rescale)."""
-        if have is None:
-            have = rdd.partitioner.numPartitions if rdd.partitioner else rdd.getNumPartitions()
-        if have == count:
-            return rdd
-        return regroup(self._graph.sc, rdd, have, count)
-
-    # ---- the recovery strategy ----------------------------------------------------------------
-    @property
-    def _window(self) -> Duration | None:
-        """The window a replay rebuilds this state from (None: it cannot replay)."""
-        return None
-
-    def set_strategy(self, kind: object, every: object, copies: object) -> None:
-        self._strategy = strategy_for(
-            kind,
-            slide=self.slide_duration,
-            window=self._window,
-            unbounded=self._unbounded,
-            label=self.label,
-            every=every,
-            copies=copies,
-        )
-
-    @property
-    def _kind(self) -> str:
-        """The strategy in force: "auto" is "checkpoint" until a checkpoint was measured."""
-        kind = self._strategy.kind
-        if kind == "auto":
-            return self._auto[0] if self._auto is not None else "checkpoint"
-        return kind
-
-    @property
-    def checkpoint_every(self) -> Duration | None:
-        """How often the state is checkpointed (None: never, under replay)."""
-        if self._kind == "replay":
-            return None
-        default = self._checkpoint_interval or self._default_checkpoint_interval()
-        return self._strategy.checkpoint_every(default)
-
-    def history_needed(self) -> tuple[Duration, str] | None:
-        every = self.checkpoint_every
-        if every is not None:
-            return every, "checkpoint interval"
-        assert self._window is not None
-        return self._window, "replayed window"
-
-    def _is_cut(self, time: Time) -> bool:
-        """replay: whether ``time``'s state is rebuilt from the window's inputs (which cuts
-        lineage, as a checkpoint does) instead of stepped from the previous state."""
-        if self._kind != "replay" or self._zero_time is None:
-            return False
-        strategy = self._strategy
-        if strategy.kind == "auto":
-            assert self._window is not None
-            strategy = RecoveryStrategy("replay", window=self._window)
-        return strategy.is_cut(time - self._zero_time)
-
-    def replay_span(self) -> Duration:
-        """How far back a rebuild may reach: the checkpoint lags by up to one interval plus the
-        time its write takes; three intervals leaves room for a slow write. Under replay, the
-        window (and the interval in progress)."""
-        every = self.checkpoint_every
-        if every is None:
-            assert self._window is not None
-            return self._window + self.slide_duration
-        return every * 3
-
-    def _persist_level(self) -> StorageLevel | None:
-        if self._storage_level == STATE:
-            return memory_only(self._strategy.copies(self._graph.settings.state_replicas))
-        return self._storage_level
-
-    def prepare_storage(self, root: str) -> None:
-        # Resolved once (a path without a scheme is on the default file system, as for
-        # Spark), so the driver and the tasks name the same files.
-        sc = self._graph.sc
-        self._root = qualify(root, sc)
-        self._files = task_files_for(self._root, sc)
-
-    def _checkpoint_dir(self, time_ms: int) -> str:
-        if self._root is None:
-            raise RuntimeError(f"{self.label} has no storage directory; start() prepares it")
-        return checkpoint_dir(self._root, self._key, time_ms)
-
     def _compute(self, time: Time) -> RDD[Any] | None:
         if self._zero_time is None:
             raise RuntimeError(f"{self.label} computed before start()")
-        if self._wanted_partitions is not None:
-            self._schedule.restart_with(time.ms, self._wanted_partitions)
-            self._wanted_partitions = None
+        self._rescale_wanted(time)
         previous_time = time - self.slide_duration
         # Only a remembered previous state is stepped from: computing it afresh would rebuild
         # every older state in turn. Without it (first interval, after a restart, or if it
@@ -345,7 +133,9 @@ class StateStream(DStreamCore[Any]):
                 self._published_ms = None
             rdd, built_on = cut, None
         elif previous is not None and (
-            self._steps_from_blocks or self._built_on.get(previous_time) == base
+            # Stepped from the previous state's cached blocks, its lineage never grows, so a
+            # published checkpoint need not cut it: the checkpoint is there for restarts.
+            self._recovery.steps_from_blocks or self._built_on.get(previous_time) == base
         ):
             rdd, built_on = self._step(time, previous), base
         else:
@@ -382,15 +172,13 @@ class StateStream(DStreamCore[Any]):
             return True
         return all(t == now or stream._can_compute(t) for t in times)
 
-    def _read_checkpoint(self, base_ms: int) -> RDD[Any]:
-        """The checkpoint's records, partition i read by partition i of a co-partitioned RDD."""
-        directory = self._checkpoint_dir(base_ms)
-        marks = self._graph.runtime.marks.get(self._schedule.at(base_ms))
-        files = self._files
-        return marks.mapPartitionsWithIndex(
-            lambda i, _: iter(read_partition(files, partition_path(directory, i))),
-            preservesPartitioning=True,
-        )
+    def _submit_checkpoint(self, time: Time, rdd: RDD[Any]) -> bool:
+        """Hand the state of ``time`` to the background checkpointer (False: one of this
+        stream's is still in flight, or none runs)."""
+        checkpointer = self._graph.runtime.checkpointer
+        if checkpointer is None:  # a state stream's context has one
+            return False
+        return checkpointer.submit(self, time, rdd)
 
     def _on_batch_completed(self, time: Time) -> None:
         with self._lock:
@@ -403,101 +191,19 @@ class StateStream(DStreamCore[Any]):
         if rdd is not None:
             self._submit_checkpoint(time, rdd)
 
-    def _submit_checkpoint(self, time: Time, rdd: RDD[Any]) -> bool:
-        """Hand the state of ``time`` to the background checkpointer (False: one of this
-        stream's is still in flight, or none runs)."""
-        checkpointer = self._graph.runtime.checkpointer
-        if checkpointer is None:  # a state stream's context has one
-            return False
-        return checkpointer.submit(self, time, rdd)
-
-    @property
-    def _steps_from_blocks(self) -> bool:
-        """Whether each interval's state is built from the cached blocks of the previous one,
-        not from its lineage (which then never grows, so a published checkpoint need not
-        cut it: the checkpoint is there for restarts)."""
-        return False
-
     def state_rdd(self, time: Time) -> RDD[Any] | None:
         """The cached RDD that holds the state of ``time`` (what is checkpointed): the RDD of
         the interval, unless the stream shows users a view of it."""
         return self._generated.get(time)
 
-    def checkpoint_now(self, time: Time, rdd: RDD[Any]) -> None:
-        """Run by the checkpointer's thread: write, mark complete, publish."""
-        directory = self._checkpoint_dir(time.ms)
-        fs = filesystem_for(directory, self._graph.sc)
-        complete = f"{directory}/{COMPLETE}"
-        if not fs.exists(complete):
-            began = _time.perf_counter()
-            manifest = self._write_checkpoint(time, rdd, directory)
-            publish(fs, complete, lambda tmp: fs.write_bytes(tmp, manifest))
-            seconds = _time.perf_counter() - began
-            self._checkpoint_bytes = sum(f.size for f in fs.list_files(directory))
-            self._checkpoint_bytes_total += self._checkpoint_bytes
-            if self._strategy.kind == "auto" and self._auto is None:
-                self._choose(seconds, self._checkpoint_bytes)
-        with self._lock:
-            if self._published_ms is None or time.ms > self._published_ms:
-                self._published_ms = time.ms
-
-    def _choose(self, write_s: float, checkpoint_bytes: int) -> None:
-        """auto: StreamScope's rule on the checkpoint just measured (once)."""
-        every = self.checkpoint_every
-        assert every is not None
-        self._auto = auto_choice(
-            self._window is not None,
-            self._unbounded,
-            write_s=write_s,
-            checkpoint_bytes=checkpoint_bytes,
-            every=every,
-        )
-        log.info("%s: recovery strategy auto picked %s: %s", self.label, *self._auto)
-
     def replay_floor(self) -> Time | None:
         """A rebuild folds in only its parent's intervals after this time (the published
-        checkpoint, or the start): older input is never read again by this state. Input
-        streams keep what they need to recompute an interval until every state downstream
-        has passed it (see FileInputDStream). Under replay, the window before the newest
-        completed interval: what a rebuild after it, or after a restart, folds."""
+        checkpoint, or the start; under replay, the window before the newest completed
+        interval): older input is never read again by this state. Input streams keep what
+        they need to recompute an interval until every state downstream has passed it (see
+        FileInputDStream)."""
         with self._lock:
-            if self._kind == "replay" and self._published_ms is None:
-                assert self._window is not None
-                if self._completed_ms is not None:
-                    floor = Time(self._completed_ms) - self._window
-                    return floor if self._zero_time is None else max(floor, self._zero_time)
-                if self._restored_floor_ms is not None:
-                    return Time(self._restored_floor_ms)
-            if self._published_ms is not None:
-                return Time(self._published_ms)
-        return self._zero_time
-
-    def _live_checkpoints(self) -> set[int]:
-        """Checkpoints still needed: the published one and those remembered RDDs were built on."""
-        with self._lock:
-            live = {ms for ms in self._built_on.values() if ms is not None}
-            if self._published_ms is not None:
-                live.add(self._published_ms)
-        return live
-
-    def delete_unused_checkpoints(self, keep: set[int]) -> None:
-        """Delete checkpoints older than the newest live one, unless in ``keep``
-        (referenced by a metadata record still on disk)."""
-        if self._root is None:
-            return
-        live = self._live_checkpoints() | keep
-        # Under replay no checkpoint is written any more: once none is live, those left
-        # (written before auto chose replay, or by a run restored from) go, in one sweep.
-        if not live and not (self._kind == "replay" and self._unswept):
-            return
-        parent = f"{self._root.rstrip('/')}/state-{self._key}"
-        fs = filesystem_for(parent, self._graph.sc)
-        newest = max(live, default=None)
-        names = fs.list_names(parent) if live or fs.exists(parent) else []
-        for name in names:
-            if name.isdigit() and int(name) not in live and (newest is None or int(name) < newest):
-                fs.delete(f"{parent}/{name}")
-        self._unswept = bool(live)
+            return self._recovery.floor(self)
 
     def _can_compute(self, time: Time) -> bool:
         # A state's past RDD is rebuilt only through compute()'s own rules.
@@ -527,11 +233,15 @@ class StateStream(DStreamCore[Any]):
             "lastCheckpointMs": published,
             "lineageDepth": depth,
             "partitions": self._schedule.at(time.ms),
-            "strategy": self._kind,
-            "strategyReason": None if self._auto is None else self._auto[1],
             "lastCheckpointBytes": self._checkpoint_bytes,
             "memoryUsedBytes": None if rdd is None else cached_bytes.get(rdd.id()),
+            **self._recovery.progress(self._restore_log),
         }
+
+    @property
+    def _restore_log(self) -> RestoreLog | None:
+        """What a policy that restores from copies journals and reports (approximateRecovery)."""
+        return None
 
     # ---- tentative results (dstream.streams.tentative) ------------------------------------------
     _loss_rule = "state"
@@ -620,11 +330,9 @@ class StateStream(DStreamCore[Any]):
             "checkpoint_ms": self._published_ms,
             "key": self._key,
             "shape": self._shape(),
-            "strategy": self._kind,
-            "auto": None if self._auto is None else list(self._auto),
             "floor_ms": None if floor is None else floor.ms,
-            "partitions": self._schedule.steps(),
-            "declared_partitions": self._declared_partitions,
+            **self._journal_schedule(),
+            **self._recovery.journal(self._restore_log),
         }
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -647,19 +355,6 @@ class StateStream(DStreamCore[Any]):
         self._published_ms = state.get("checkpoint_ms")
         self._restored_key = state["key"]
         self._restored_floor_ms = state.get("floor_ms")
-        steps = state.get("partitions") or ([(0, old_count)] if old_count else None)
-        if steps and self.fixed_partitions is None:
-            # The counts the intervals had, run-time rescales (and the elastic policy's)
-            # included: SPATE's rule, a rescale is never rolled back by a restart. Only a
-            # program whose code asks for another count than the one that wrote the journal
-            # rescales, at its first interval. (A journal from before the declared count was
-            # recorded: its first step is the count that program started with.)
-            declared_then = int(state.get("declared_partitions") or steps[0][1])
-            self._schedule.replace(steps)
-            now = self._declared_partitions or declared_then
-            if now not in (declared_then, self._schedule.latest):
-                self._wanted_partitions = now
-        auto = state.get("auto")
-        if self._strategy.kind == "auto" and auto is not None:
-            self._auto = (auto[0], auto[1])
+        self._restore_schedule(state, old_count)
+        self._recovery.restore(state, self._restore_log)
         self._restoring = True

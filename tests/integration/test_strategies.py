@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from dstream.recovery import auto
+from dstream.recovery.auto import AutoPolicy
 from dstream.scheduler.engine import engine_of
-from dstream.streams import strategy
 from dstream.streams.state_base import StateStream
 
 from .conftest import Harness
@@ -109,7 +110,7 @@ def test_auto_decides_from_the_first_checkpoint_it_measures(
     harness: Any, tmp_path: Path, monkeypatch: Any, overhead: float, picked: str
 ) -> None:
     # Any write costs more than 0 % of the checkpoint interval, none more than 100 %.
-    monkeypatch.setattr(strategy, "AUTO_OVERHEAD", overhead)
+    monkeypatch.setattr(auto, "AUTO_OVERHEAD", overhead)
     h: Harness = harness()
     h.ssc.checkpoint(str(tmp_path))
     pairs = h.ssc.rateStream(40, numPartitions=2, seed=3).map(lambda line: (line[:2], 1))
@@ -124,8 +125,9 @@ def test_auto_decides_from_the_first_checkpoint_it_measures(
     h.ssc.start()
     h.run_batches(3)
     engine_of(h.ssc).checkpointer.wait_idle(60)  # the checkpoint of interval 2, measured
-    assert state._kind == picked
-    assert state._auto is not None and "took" in state._auto[1]
+    policy = state.recovery
+    assert isinstance(policy, AutoPolicy) and policy.in_force.kind == picked
+    assert policy.choice is not None and "took" in policy.choice[1]
     h.run_batches(INTERVALS - 3)
     engine_of(h.ssc).checkpointer.wait_idle(60)
     assert out == oracle(inputs)

@@ -24,6 +24,10 @@ LAYERS: list[set[str]] = [
     {"scheduler"},  # the engine: start/stop, the event loop, recovery, the monitor
     {"sources"},  # input stream nodes
     {"streams"},  # the graph and its nodes
+    # How a state survives a loss: one policy per recovery mode. Below the nodes that hold
+    # them (they take a node through a Protocol they declare), above the tasks (the
+    # approximate policy's divergence is the tasks'): see dstream/recovery/__init__.py.
+    {"recovery"},
     {"tasks"},  # what runs inside Spark tasks
     {"storage"},  # formats and file systems
 ]
