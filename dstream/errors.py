@@ -11,7 +11,19 @@ __all__ = [
     "StreamingJobError",
     "UnpicklableFunctionError",
     "UserFunctionError",
+    "raised_by_a_task",
 ]
+
+# What a Spark job raises on the driver when one of its tasks failed: Py4J's error, or, once
+# the program made a SparkSession (which installs PySpark's converter for every Py4J call,
+# an RDD job's too), PySpark's PythonException. Both carry the task's Python traceback.
+_TASK_FAILURES = ("Py4JJavaError", "PythonException")
+
+
+def raised_by_a_task(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failed Spark job's error, carrying its task's Python traceback
+    in its text (not an error of a function that ran on the driver)."""
+    return type(exc).__name__ in _TASK_FAILURES
 
 
 class DStreamError(Exception):

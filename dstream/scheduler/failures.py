@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import traceback
 
-from dstream.errors import StreamingJobError
+from dstream.errors import StreamingJobError, raised_by_a_task
 from dstream.time import Time, human_time
 
 __all__ = ["describe_failure", "task_traceback"]
@@ -20,7 +20,7 @@ _OPERATOR = re.compile(r"UserFunctionError: (.+? at [^ ]+:\d+) raised (.*)")
 
 
 def task_traceback(text: str) -> str | None:
-    """The Python traceback embedded in a Py4JJavaError's text, or None."""
+    """The Python traceback embedded in a failed job's error text, or None."""
     start = text.find(_TRACEBACK_START, max(0, text.find(_WORKER_MARK)))
     if start < 0:
         return None
@@ -33,7 +33,7 @@ def describe_failure(
     time: Time, output_index: int, output_label: str, exc: BaseException
 ) -> StreamingJobError:
     text = str(exc)
-    tb = task_traceback(text) if type(exc).__name__ == "Py4JJavaError" else None
+    tb = task_traceback(text) if raised_by_a_task(exc) else None
     where = "in a task"
     if tb is None:
         tb = "".join(traceback.format_exception(exc)).rstrip()

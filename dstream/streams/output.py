@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dstream.errors import UserFunctionError
+from dstream.errors import UserFunctionError, raised_by_a_task
 from dstream.functions import UserFunction
 from dstream.jvm import share_kryo
 from dstream.streams.base import DStreamCore
@@ -179,9 +179,9 @@ class OutputDStream(DStreamCore[Any]):
             except UserFunctionError:
                 raise
             except Exception as exc:
-                # A Py4JJavaError here carries the task's Python traceback; the scheduler
+                # A failed job's error carries the task's Python traceback; the scheduler
                 # extracts it. Driver-side failures are named after this output operation.
-                if type(exc).__name__ == "Py4JJavaError":
+                if raised_by_a_task(exc):
                     raise
                 raise UserFunctionError(f"{label} raised {type(exc).__name__}: {exc}") from exc
 

@@ -124,7 +124,17 @@ def test_driver_side_functions_may_use_the_spark_context(harness: Any) -> None:
     assert got == [[1, 2]]
 
 
-def test_a_failing_task_is_raised_with_batch_operator_and_traceback(harness: Any) -> None:
+@pytest.mark.parametrize("sql", [False, True], ids=["rdd-only", "with-a-spark-session"])
+def test_a_failing_task_is_raised_with_batch_operator_and_traceback(
+    harness: Any, sql: bool
+) -> None:
+    """The same once the program made a SparkSession (Spark's sql_network_wordcount does):
+    PySpark then converts every Py4J error, an RDD job's too, into its own PythonException,
+    which was taken for a failure on the driver."""
+    if sql:
+        from pyspark.sql import SparkSession
+
+        SparkSession.builder.getOrCreate()
     h: Harness = harness()
 
     def parse(x: str) -> int:
