@@ -1,0 +1,87 @@
+"""PyFlink's DataStream API with Python functions on the peers harness's input (bench/peers,
+#62), as PyFlink's docs write such programs: a ``FileSource`` of text lines monitoring the
+watched directory, ``filter``/``map`` in Python, ``key_by`` and, for Grep, a 1 s tumbling
+processing-time window per event second reduced in Python; for the running total a keyed
+``reduce`` (keyed state, one updated total per record). Results through ``print()``.
+Runs in build/peers-venv (apache-flink), on the local mini cluster in one JVM."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+PATTERN = "kato"  # bench/peers/records.py's
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--workload", choices=("grep", "total"), required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--interval-ms", type=int, default=1000)
+    p.add_argument("--parallelism", type=int, default=2)
+    p.add_argument("--checkpoint-dir", required=True)
+    p.add_argument("--checkpoint-ms", type=int, default=10_000, help="0: checkpoints off")
+    p.add_argument("--execution-mode", choices=("process", "thread"), default="process")
+    p.add_argument("--monitor-ms", type=int, default=100, help="directory listing period")
+    p.add_argument("--restore", help="a retained checkpoint (chk-N) to start from")
+    args = p.parse_args()
+
+    from pyflink.common import Configuration, Duration, Types, WatermarkStrategy
+    from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
+    from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
+    from pyflink.datastream.window import TumblingProcessingTimeWindows
+
+    conf = Configuration()
+    conf.set_string("python.execution-mode", args.execution_mode)
+    conf.set_string("python.executable", sys.executable)
+    conf.set_string("python.client.executable", sys.executable)
+    conf.set_string("taskmanager.numberOfTaskSlots", str(args.parallelism))
+    conf.set_string("restart-strategy.type", "fixed-delay")
+    conf.set_string("restart-strategy.fixed-delay.attempts", "1000")
+    conf.set_string("restart-strategy.fixed-delay.delay", "100 ms")
+    if args.checkpoint_ms:
+        conf.set_string("execution.checkpointing.dir", f"file://{args.checkpoint_dir}")
+        # Kept when the job ends (or its process is killed): a restart starts from one.
+        conf.set_string(
+            "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION"
+        )
+    if args.restore:
+        conf.set_string("execution.state-recovery.path", f"file://{args.restore}")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(args.parallelism)
+    if args.checkpoint_ms:
+        env.enable_checkpointing(args.checkpoint_ms, CheckpointingMode.EXACTLY_ONCE)
+
+    source = (
+        FileSource.for_record_stream_format(StreamFormat.text_line_format(), args.input)
+        .monitor_continuously(Duration.of_millis(args.monitor_ms))
+        .build()
+    )
+    lines = env.from_source(source, WatermarkStrategy.no_watermarks(), "watched directory")
+    triple = Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG()])
+    if args.workload == "grep":
+        out = (
+            lines.filter(lambda line: PATTERN in line)
+            .map(lambda line: (int(line[:13]) // 1000, 1, int(line[:13])), output_type=triple)
+            .key_by(lambda r: r[0], key_type=Types.LONG())
+            .window(TumblingProcessingTimeWindows.of(Duration.of_millis(args.interval_ms)))
+            .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2])), output_type=triple)
+            .map(lambda r: f"g {r[0]} {r[1]} {r[2]}", output_type=Types.STRING())
+        )
+    else:
+        row = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
+        out = (
+            lines.map(lambda line: (line[14:21], int(line[22]), int(line[:13])), output_type=row)
+            .key_by(lambda r: r[0], key_type=Types.STRING())
+            .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2])))
+            .map(lambda r: f"t {r[0]} {r[1]} {r[2]}", output_type=Types.STRING())
+        )
+    out.print()
+    client = env.execute_async(f"peers-{args.workload}")
+    print("# started", client.get_job_id(), file=sys.stderr, flush=True)
+    client.get_job_execution_result().result()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
