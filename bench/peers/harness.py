@@ -157,6 +157,10 @@ class Running:
             str(checkpoint_ms),
             *system.extra,
         ]
+        if system.name == "rtm" and master.startswith("local["):
+            # Real-time mode runs a query's stages side by side (a pipelined stage group):
+            # the source's tasks and the aggregation's at once, 2 x parallelism slots.
+            master = f"local[{2 * parallelism}]"
         if system.name in ("dstream", "rtm"):
             cmd += ["--master", master]
         if system.kafka:
@@ -562,6 +566,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.check and not args.figures:
         print("nothing to do: give --check and/or --figures", file=sys.stderr)
         return 2
+    # SIGTERM (timeout, a CI runner) unwinds like Ctrl-C: every program's process group is
+    # killed on the way out (each runs in a session of its own, which a signal to the
+    # harness would not reach).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return run_all(args)
     finally:

@@ -39,3 +39,14 @@ def test_latency_is_read_time_minus_newest_event_time() -> None:
     assert s["outputs"] == 100
     assert s["p50_ms"] == 1049 and s["p95_ms"] == 1094
     assert latency_summary([])["p95_ms"] == float("inf")
+
+
+def test_back_on_schedule_is_the_first_line_after_which_all_are_within_the_bound() -> None:
+    from bench.peers.recovery import back_on_schedule
+
+    # (arrived, newest event time): killed at 100, late lines until 400, one late at 600.
+    lines = [(90, 80), (150, 90), (400, 100), (450, 440), (600, 200), (700, 690), (800, 790)]
+    outs = [o for o in (parse_line(f"t k {i} {ts}", a) for i, (a, ts) in enumerate(lines)) if o]
+    assert back_on_schedule(outs, killed_ms=100, bound_ms=100) == 700
+    assert back_on_schedule(outs, killed_ms=100, bound_ms=1000) == 150
+    assert back_on_schedule(outs[:5], killed_ms=100, bound_ms=100) is None

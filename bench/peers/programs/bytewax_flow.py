@@ -2,7 +2,7 @@
 stateful, resumable input partition that reads each new file of the watched directory once
 (its snapshot: the files read), ``filter``/``key_on`` in Python, Grep as ``count``-like
 ``reduce_window`` per event second over 1 s tumbling windows of system time, the running
-total as ``stateful_map`` (one updated total per record). Results through ``StdOutSink``.
+total as ``stateful_map`` (one updated total per record). Results on stdout, whole lines.
 Recovery (``--checkpoint-ms`` > 0): snapshots every epoch into a recovery directory
 (``bytewax.recovery`` partitions), the epoch being ``--checkpoint-ms``.
 Runs in build/peers-venv (bytewax), ``--parallelism`` worker threads in one process."""
@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bytewax import operators as op
-from bytewax.connectors.stdio import StdOutSink
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from bytewax.operators import windowing as win
+from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
 PATTERN = "kato"  # bench/peers/records.py's
 
@@ -52,6 +52,23 @@ class _DirPartition(StatefulSourcePartition[str, list[str]]):
 
     def snapshot(self) -> list[str]:
         return sorted(self.done)
+
+
+class _Lines(StatelessSinkPartition[str]):
+    def write_batch(self, items: list[str]) -> None:
+        # One write per batch: StdOutSink's print() writes the item and its newline apart, and
+        # two workers' lines interleaved ("t k1 8 ...t k2 7 ...", then an empty line).
+        if items:
+            sys.stdout.write("".join(f"{item}\n" for item in items))
+            sys.stdout.flush()
+
+
+class LinesSink(DynamicSink[str]):
+    """Each worker's items on stdout, whole lines (Bytewax's ``StdOutSink``, without the
+    interleaving)."""
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _Lines:
+        return _Lines()
 
 
 class DirSource(FixedPartitionedSource[str, list[str]]):
@@ -96,7 +113,7 @@ def build(workload: str, directory: str, interval_ms: int) -> Dataflow:
 
         totals = op.stateful_map("total", values, add)
         out = op.map("format", totals, lambda kv: f"t {kv[0]} {kv[1][0]} {kv[1][1]}")
-    op.output("out", out, StdOutSink())
+    op.output("out", out, LinesSink())
     return flow
 
 

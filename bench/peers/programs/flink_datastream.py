@@ -26,7 +26,7 @@ def main() -> int:
     p.add_argument("--restore", help="a retained checkpoint (chk-N) to start from")
     args = p.parse_args()
 
-    from pyflink.common import Configuration, Duration, Types, WatermarkStrategy
+    from pyflink.common import Configuration, Duration, Time, Types, WatermarkStrategy
     from pyflink.datastream import CheckpointingMode, StreamExecutionEnvironment
     from pyflink.datastream.connectors.file_system import FileSource, StreamFormat
     from pyflink.datastream.window import TumblingProcessingTimeWindows
@@ -64,7 +64,7 @@ def main() -> int:
             lines.filter(lambda line: PATTERN in line)
             .map(lambda line: (int(line[:13]) // 1000, 1, int(line[:13])), output_type=triple)
             .key_by(lambda r: r[0], key_type=Types.LONG())
-            .window(TumblingProcessingTimeWindows.of(Duration.of_millis(args.interval_ms)))
+            .window(TumblingProcessingTimeWindows.of(Time.milliseconds(args.interval_ms)))
             .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2])), output_type=triple)
             .map(lambda r: f"g {r[0]} {r[1]} {r[2]}", output_type=Types.STRING())
         )

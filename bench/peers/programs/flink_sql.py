@@ -67,11 +67,11 @@ def main() -> int:
             'source.monitor-interval' = '{args.monitor_ms} ms'
         )"""
     )
-    t_env.execute_sql("CREATE TABLE out (line STRING) WITH ('connector' = 'print')")
-    window = f"INTERVAL '{args.interval_ms}' MILLISECOND"
+    t_env.execute_sql("CREATE TABLE results (line STRING) WITH ('connector' = 'print')")
+    window = f"INTERVAL '{args.interval_ms / 1000:g}' SECOND"
     if args.workload == "grep":
         query = f"""
-            INSERT INTO out
+            INSERT INTO results
             SELECT CONCAT('g ', CAST(sec AS STRING), ' ', CAST(COUNT(*) AS STRING), ' ',
                           CAST(MAX(ts) AS STRING))
             FROM (
@@ -84,7 +84,7 @@ def main() -> int:
             GROUP BY window_start, window_end, sec"""
     else:
         query = """
-            INSERT INTO out
+            INSERT INTO results
             SELECT CONCAT('t ', k, ' ', CAST(SUM(v) AS STRING), ' ', CAST(MAX(ts) AS STRING))
             FROM (
                 SELECT SUBSTRING(line, 15, 7) AS k,
