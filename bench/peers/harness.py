@@ -135,7 +135,10 @@ class Running:
         parallelism: int,
         checkpoint_ms: int,
         master: str,
+        topics: tuple[str, str] | None = None,
     ) -> None:
+        """``topics``: (bootstrap, topic prefix) of a Kafka system's earlier run to go on with;
+        fresh topics on the harness's broker if None."""
         self.system = system
         self.workload = workload
         checkpoint = work / "checkpoint"
@@ -163,9 +166,10 @@ class Running:
             master = f"local[{2 * parallelism}]"
         if system.name in ("dstream", "rtm"):
             cmd += ["--master", master]
+        self.topics = topics
         if system.kafka:
-            bootstrap, prefix = Broker.topics(parallelism)
-            cmd += ["--bootstrap", bootstrap, "--topic-prefix", prefix]
+            self.topics = topics or Broker.topics(parallelism)
+            cmd += ["--bootstrap", self.topics[0], "--topic-prefix", self.topics[1]]
         env = dict(os.environ, PYTHONUNBUFFERED="1", FLINK_LOG_DIR=str(work / "flink-log"))
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
         if system.peer:

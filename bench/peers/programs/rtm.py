@@ -25,11 +25,17 @@ CONNECTOR = ROOT / "jvm-shim" / "kafka" / "connector" / "target" / "lib"
 PATTERN = "kato"
 
 
-def feed(directory: str, bootstrap: str, topic: str) -> None:
+def feed(directory: str, bootstrap: str, topic: str, journal: str) -> None:
+    """Each new file's lines into ``topic``; the files fed are journaled (a name once its lines
+    are flushed), so a restarted program goes on where the killed one stopped."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     done: set[str] = set()
+    if os.path.exists(journal):
+        with open(journal, encoding="ascii") as f:
+            done = set(f.read().split())
+    fed = open(journal, "a", encoding="ascii")  # noqa: SIM115 (open for the thread's life)
     while True:
         names = sorted(n for n in os.listdir(directory) if n[0] not in "._" and n not in done)
         for name in names:
@@ -43,6 +49,8 @@ def feed(directory: str, bootstrap: str, topic: str) -> None:
                             producer.poll(0.05)
             producer.flush()
             done.add(name)
+            fed.write(name + "\n")
+            fed.flush()
         if not names:
             time.sleep(0.02)
 
@@ -79,6 +87,7 @@ def main() -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--bootstrap", required=True, help="Kafka broker host:port")
     p.add_argument("--topic-prefix", default="peers")
+    p.add_argument("--restore", help="ignored: the checkpoint location is the state")
     args = p.parse_args()
 
     from pyspark.sql import SparkSession
@@ -138,7 +147,7 @@ def main() -> int:
         .start()
     )
     helpers = (
-        (feed, (args.input, args.bootstrap, topic_in)),
+        (feed, (args.input, args.bootstrap, topic_in, os.path.join(args.checkpoint_dir, "fed"))),
         (consume, (args.bootstrap, topic_out)),
     )
     for target, targs in helpers:
