@@ -1,6 +1,7 @@
 """dstream beside the engines a Python user would pick instead (#62): PyFlink's DataStream API
-(Python functions) and Table API/SQL, and Bytewax, every system on the same generated input in
-the same run, each checked against an oracle before it is timed.
+(Python functions) and Table API/SQL, Bytewax and Structured Streaming's real-time mode, every
+system on the same generated input in the same run, each checked against an oracle before it
+is timed.
 
 Every system is one program of bench/peers/programs, a process of its own (the peers from
 build/peers-venv: ``make peers``), reading a watched directory this harness writes one file
@@ -11,6 +12,10 @@ and printing its results; the harness stamps each line when it reads it.
     .venv/bin/python -m bench.peers --check
     # figure 1: the highest rate each sustains, p95 latency within the bound (2 x interval)
     .venv/bin/python -m bench.peers --figures throughput
+    # figure 2's stand-in: p50/p95 latency at a light load (--light-rate), files in
+    .venv/bin/python -m bench.peers --figures latency
+    # figure 3: kill -9 of the process holding the state (keyed total, 100k keys)
+    .venv/bin/python -m bench.peers --figures recovery
     # figure 4: the same with checkpoints off, beside on (one rate per system, or a search)
     .venv/bin/python -m bench.peers --figures checkpoint-cost --rates 50000 200000
 
@@ -195,9 +200,13 @@ class Running:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
+        flushed = now_ms()
         for line in self.proc.stdout:
             t = now_ms()
             self._raw.write(f"{t}\t{line}")
+            if t - flushed > 1000:  # a running program's log can be read as it goes
+                self._raw.flush()
+                flushed = t
             out = parse_line(line, t)
             if out is not None:
                 with self._lock:
@@ -521,11 +530,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--figures",
         nargs="+",
-        choices=("throughput", "recovery", "checkpoint-cost"),
+        choices=("throughput", "recovery", "latency", "checkpoint-cost"),
         default=[],
         help="throughput: figure 1; recovery: figure 3 (kill -9 of the process holding the "
-        "state); checkpoint-cost: figure 4 (throughput with checkpoints off and on)",
+        "state); latency: p50/p95 at --light-rate (files in, not yet Kafka: figure 2's "
+        "stand-in); checkpoint-cost: figure 4 (throughput with checkpoints off and on)",
     )
+    p.add_argument("--light-rate", type=int, default=10_000, help="records/s for --figures latency")
     p.add_argument("--systems", nargs="+", choices=sorted(SYSTEMS), default=list(DEFAULT_SYSTEMS))
     p.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     p.add_argument("--interval-ms", type=int, default=1000)
@@ -587,6 +598,11 @@ def run_all(args: argparse.Namespace) -> int:
     runs: dict[str, Callable[[], int]] = {
         "throughput": lambda: figure(args, "throughput", [("throughput", args.checkpoint_ms)]),
         "recovery": lambda: recovery_figure(args),
+        "latency": lambda: figure(
+            argparse.Namespace(**{**vars(args), "rates": [args.light_rate]}),
+            "latency",
+            [("latency", args.checkpoint_ms)],
+        ),
         "checkpoint-cost": lambda: figure(
             args, "checkpoint-cost", [("ckpt-off", 0), ("ckpt-on", args.checkpoint_ms)]
         ),
