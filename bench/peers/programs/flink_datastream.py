@@ -57,7 +57,11 @@ def main() -> int:
         .monitor_continuously(Duration.of_millis(args.monitor_ms))
         .build()
     )
-    lines = env.from_source(source, WatermarkStrategy.no_watermarks(), "watched directory")
+    # Every stateful operator with a uid, as Flink's docs ask of jobs restored from a
+    # checkpoint or savepoint (figure 3 restarts this program from its newest checkpoint).
+    lines = env.from_source(source, WatermarkStrategy.no_watermarks(), "watched directory").uid(
+        "source"
+    )
     triple = Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG()])
     if args.workload == "grep":
         out = (
@@ -66,6 +70,7 @@ def main() -> int:
             .key_by(lambda r: r[0], key_type=Types.LONG())
             .window(TumblingProcessingTimeWindows.of(Time.milliseconds(args.interval_ms)))
             .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2])), output_type=triple)
+            .uid("count")
             .map(lambda r: f"g {r[0]} {r[1]} {r[2]}", output_type=Types.STRING())
         )
     else:
@@ -74,6 +79,7 @@ def main() -> int:
             lines.map(lambda line: (line[14:21], int(line[22]), int(line[:13])), output_type=row)
             .key_by(lambda r: r[0], key_type=Types.STRING())
             .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2])))
+            .uid("total")
             .map(lambda r: f"t {r[0]} {r[1]} {r[2]}", output_type=Types.STRING())
         )
     out.print()
