@@ -572,6 +572,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     args.criteria = Criteria.for_interval(args.interval_ms, args.latency_bound_ms)
+    if args.sustain_s * 1000 < args.interval_ms or args.warmup_s < 0:
+        p.error(
+            f"--sustain-s {args.sustain_s} must cover at least one interval "
+            f"({args.interval_ms} ms) and --warmup-s {args.warmup_s} must not be negative"
+        )
     return args
 
 
