@@ -252,17 +252,26 @@ class Input:
         self.written: list[tuple[int, int, int]] = []  # (file, records, event time ms)
 
     def write(self, count: int, keep: list[bytes] | None = None) -> int:
+        """The next file, stamped now, written and renamed in; returns its event time."""
         ts = now_ms()
-        data = self.pool.file(self.files, count, ts)
-        name = f"in-{self.files:07d}.txt"
-        hidden = self.directory / f".{name}"
-        hidden.write_bytes(data)
-        os.rename(hidden, self.directory / name)
+        self.put(self.prepare(count, ts), count, ts, keep)
+        return ts
+
+    def prepare(self, count: int, ts: int) -> Path:
+        """The next file's bytes under its hidden name, stamped ``ts`` (its planned rename),
+        ahead of time: at millions of records per second the copy takes the writer a good
+        part of a second, which must not delay the rename or fall in the measured time."""
+        hidden = self.directory / f".in-{self.files:07d}.txt"
+        hidden.write_bytes(self.pool.file(self.files, count, ts))
+        return hidden
+
+    def put(self, hidden: Path, count: int, ts: int, keep: list[bytes] | None = None) -> None:
+        """Rename a prepared file in."""
+        os.rename(hidden, self.directory / hidden.name[1:])
         if keep is not None:
-            keep.append(data)
+            keep.append(hidden.with_name(hidden.name[1:]).read_bytes())
         self.written.append((self.files, count, ts))
         self.files += 1
-        return ts
 
 
 def work_dir(root: str | None) -> Path:
@@ -387,8 +396,12 @@ def probe(
         stamps = []
         for n in range(files):
             next_at += step
+            # Stamped with its planned rename: a late writer only adds to the latency.
+            due = now_ms() + round((next_at - time.monotonic()) * 1000)
+            hidden = feed.prepare(per_file, due)
             time.sleep(max(0.0, next_at - time.monotonic()))
-            stamps.append(feed.write(per_file))
+            feed.put(hidden, per_file, due)
+            stamps.append(due)
             if n == measured_from:
                 t0 = stamps[-1]
         t1 = stamps[-1]
