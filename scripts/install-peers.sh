@@ -2,9 +2,9 @@
 # The peer engines of bench/peers (issue #62) in a venv of their own, build/peers-venv:
 # PyFlink (apache-flink, with its Java mini cluster) and Bytewax, at the exact versions of
 # bench/peers/requirements-peers.lock. Their dependency ranges conflict with this project's
-# lock (apache-flink pins cloudpickle 2.2, py4j 0.10.9.7, pyarrow 16, numpy 2.1), so they do
-# not go into .venv. Python 3.11, the project's (both support it; bytewax's x86_64 wheels
-# need glibc >= 2.31).
+# lock (apache-flink 2.3.0: py4j==0.10.9.7, pandas<2.3, pyarrow<21; its apache-beam:
+# cloudpickle~=2.2.1, numpy<2.2), so they do not go into .venv. Python 3.11, the project's
+# (both support it; bytewax's x86_64 wheels need glibc >= 2.31).
 #   bash scripts/install-peers.sh           install (a no-op when the venv matches the lock)
 #   bash scripts/install-peers.sh --lock    compile the lock again from requirements-peers.in
 set -euo pipefail

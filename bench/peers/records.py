@@ -24,7 +24,6 @@ The workloads, and what each system writes (see bench/peers/programs/README.md):
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,7 +119,3 @@ def oracle(files: list[bytes]) -> Oracle:
     for data in files:
         o.add(data)
     return o
-
-
-def counter(d: dict[int, int]) -> Counter[int]:
-    return Counter(d)
