@@ -96,7 +96,14 @@ SYSTEMS = {
         System("rtm", "rtm.py", peer=False, grep_upsert=True, kafka=True),
     )
 }
-DEFAULT_SYSTEMS = ("dstream", "flink-datastream", "flink-sql", "bytewax", "rtm")
+DEFAULT_SYSTEMS = (
+    "dstream",
+    "flink-datastream",
+    "flink-datastream-thread",
+    "flink-sql",
+    "bytewax",
+    "rtm",
+)
 
 
 class Broker:

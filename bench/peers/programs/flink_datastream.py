@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import sysconfig
 
 PATTERN = "kato"  # bench/peers/records.py's
 
@@ -36,6 +37,9 @@ def main() -> int:
     conf.set_string("python.execution-mode", args.execution_mode)
     conf.set_string("python.executable", sys.executable)
     conf.set_string("python.client.executable", sys.executable)
+    # Thread mode runs Python inside the JVM (pemja), which does not find the venv's packages
+    # ("No module named 'pemja'") unless they are on its path.
+    conf.set_string("python.pythonpath", sysconfig.get_paths()["purelib"])
     conf.set_string("taskmanager.numberOfTaskSlots", str(args.parallelism))
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", "1000")
