@@ -22,7 +22,7 @@ STAMP  := $(VENV)/.installed
 UV_VERSION := 0.13.9
 UV     := $(VENV)/bin/uv
 
-.PHONY: docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka peers browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,7 @@ kafka:
 # The peer engines of bench/peers (issue #62: PyFlink, Bytewax) in build/peers-venv, at the
 # exact versions of bench/peers/requirements-peers.lock (their ranges conflict with ours), and
 # Spark's Kafka connector for Structured Streaming's real-time mode.
+.PHONY: peers
 peers: setup kafka
 	bash scripts/install-peers.sh
 	bash jvm-shim/kafka/build.sh connector
