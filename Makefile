@@ -11,6 +11,7 @@
 #               as tests/integration/test_pythons.py)
 #   make test-full  make test, then the long fault runs (tests marked `full`, and the
 #               20-trial early-kill run)
+#   make peers  PyFlink and Bytewax in build/peers-venv for bench/peers (python -m bench.peers)
 #   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
 PYTHON ?= python3
 VENV   := .venv
@@ -48,6 +49,14 @@ minicluster:
 # connector` adds Spark's Kafka source for bench/inputs/kafka.py.
 kafka:
 	bash jvm-shim/kafka/build.sh
+
+# The peer engines of bench/peers (issue #62: PyFlink, Bytewax) in build/peers-venv, at the
+# exact versions of bench/peers/requirements-peers.lock (their ranges conflict with ours), and
+# Spark's Kafka connector for Structured Streaming's real-time mode.
+.PHONY: peers
+peers: setup kafka
+	bash scripts/install-peers.sh
+	bash jvm-shim/kafka/build.sh connector
 
 # Headless Chromium from Debian's packages, for tests/browser (quiet when already installed).
 browser:

@@ -1,0 +1,152 @@
+"""Bytewax on the peers harness's input (bench/peers, #62), as Bytewax's docs write a flow: a
+stateful, resumable input partition that reads each new file of the watched directory once
+(its snapshot: the files read), ``filter``/``key_on`` in Python, Grep as ``count``-like
+``reduce_window`` per event second over 1 s tumbling windows of system time, the running
+total as ``stateful_map`` (one updated total per record). Results on stdout, whole lines.
+Recovery (``--checkpoint-ms`` > 0): snapshots every epoch into a recovery directory
+(``bytewax.recovery`` partitions), the epoch being ``--checkpoint-ms``.
+Runs in build/peers-venv (bytewax), ``--parallelism`` worker threads in one process."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bytewax import operators as op
+from bytewax.dataflow import Dataflow
+from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from bytewax.operators import windowing as win
+from bytewax.outputs import DynamicSink, StatelessSinkPartition
+
+PATTERN = "kato"  # bench/peers/records.py's
+
+
+class _DirPartition(StatefulSourcePartition[str, list[str]]):
+    """Each new file of ``directory`` (not ``.``/``_``-hidden), whole, once, in name order."""
+
+    def __init__(self, directory: str, done: list[str] | None) -> None:
+        self.directory = directory
+        self.done = set(done or [])
+        self.idle = False
+
+    def next_batch(self) -> list[str]:
+        names = sorted(
+            n for n in os.listdir(self.directory) if n[0] not in "._" and n not in self.done
+        )
+        self.idle = not names
+        if not names:
+            return []
+        with open(os.path.join(self.directory, names[0]), encoding="ascii") as f:
+            lines = f.read().splitlines()
+        self.done.add(names[0])
+        return lines
+
+    def next_awake(self) -> datetime | None:
+        if self.idle:
+            return datetime.now(UTC) + timedelta(milliseconds=50)
+        return None
+
+    def snapshot(self) -> list[str]:
+        return sorted(self.done)
+
+
+class _Lines(StatelessSinkPartition[str]):
+    def write_batch(self, items: list[str]) -> None:
+        # One write per batch: StdOutSink's print() writes the item and its newline apart, and
+        # two workers' lines interleaved ("t k1 8 ...t k2 7 ...", then an empty line).
+        if items:
+            sys.stdout.write("".join(f"{item}\n" for item in items))
+            sys.stdout.flush()
+
+
+class LinesSink(DynamicSink[str]):
+    """Each worker's items on stdout, whole lines (Bytewax's ``StdOutSink``, without the
+    interleaving)."""
+
+    def build(self, step_id: str, worker_index: int, worker_count: int) -> _Lines:
+        return _Lines()
+
+
+class DirSource(FixedPartitionedSource[str, list[str]]):
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def list_parts(self) -> list[str]:
+        return ["watched"]
+
+    def build_part(self, step_id: str, for_part: str, resume_state: list[str] | None):
+        return _DirPartition(self.directory, resume_state)
+
+
+def build(workload: str, directory: str, interval_ms: int) -> Dataflow:
+    flow = Dataflow(f"peers-{workload}")
+    lines = op.input("in", flow, DirSource(directory))
+    if workload == "grep":
+        hits = op.filter("grep", lines, lambda line: PATTERN in line)
+        keyed = op.key_on(
+            "second", op.map("parse", hits, lambda line: int(line[:13])), lambda ts: str(ts // 1000)
+        )
+        counted = op.map_value("one", keyed, lambda ts: (1, ts))
+        windows = win.reduce_window(
+            "count",
+            counted,
+            win.SystemClock(),
+            win.TumblingWindower(
+                length=timedelta(milliseconds=interval_ms),
+                align_to=datetime(2026, 1, 1, tzinfo=UTC),
+            ),
+            lambda a, b: (a[0] + b[0], max(a[1], b[1])),
+        )
+        out = op.map("format", windows.down, lambda kv: f"g {kv[0]} {kv[1][1][0]} {kv[1][1][1]}")
+    else:
+        keyed = op.key_on("key", lines, lambda line: line[14:21])
+        values = op.map_value("parse", keyed, lambda line: (int(line[22]), int(line[:13])))
+
+        def add(state: tuple[int, int] | None, v: tuple[int, int]):
+            total = (state[0] if state else 0) + v[0]
+            new = (total, max(state[1] if state else 0, v[1]))
+            return new, new
+
+        totals = op.stateful_map("total", values, add)
+        out = op.map("format", totals, lambda kv: f"t {kv[0]} {kv[1][0]} {kv[1][1]}")
+    op.output("out", out, LinesSink())
+    return flow
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--workload", choices=("grep", "total"), required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--interval-ms", type=int, default=1000)
+    p.add_argument("--parallelism", type=int, default=2)
+    p.add_argument("--checkpoint-dir", required=True)
+    p.add_argument("--checkpoint-ms", type=int, default=10_000, help="0: recovery off")
+    args = p.parse_args()
+    from bytewax.recovery import RecoveryConfig, init_db_dir
+    from bytewax.run import cli_main
+
+    recovery = None
+    epoch = timedelta(milliseconds=args.checkpoint_ms or 10_000)
+    if args.checkpoint_ms:
+        db = os.path.join(args.checkpoint_dir, "bytewax")
+        if not os.path.isdir(db):
+            os.makedirs(db)
+            init_db_dir(Path(db), 1)
+        recovery = RecoveryConfig(Path(db))
+    flow = build(args.workload, args.input, args.interval_ms)
+    print("# started", int(time.time() * 1000), file=sys.stderr, flush=True)
+    cli_main(
+        flow,
+        workers_per_process=args.parallelism,
+        epoch_interval=epoch,
+        recovery_config=recovery,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
