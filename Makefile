@@ -109,7 +109,7 @@ test: test-deps compile
 	$(PY) -m pytest -q -m "not full" $(PYTEST_WORKERS)
 
 # The long variants: every test, the early-kill trials 20 times per source.
-test-full: test-deps compile
+test-full: test-deps compile peers
 	DSTREAM_EARLY_KILL_TRIALS=20 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
 # The release's two files, as `make dist` builds them: the sdist, then the wheel built FROM
