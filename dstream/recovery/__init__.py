@@ -16,11 +16,12 @@ what it measures    :meth:`~RecoveryPolicy.measured` (``auto``)
 what it combines    :mod:`dstream.recovery.compatibility` (one table, checked at start())
 ==================  =======================================================================
 
-One module per mode: :mod:`~dstream.recovery.checkpoint`, :mod:`~dstream.recovery.replay`,
-:mod:`~dstream.recovery.replicate`, :mod:`~dstream.recovery.auto` (which delegates to the
-mode it picked) and :mod:`~dstream.recovery.approximate` (``approximateRecovery``'s
-driver-side choices, layered over the mode it runs with; its per-task code is
-:mod:`dstream.tasks.approx_state`). :func:`~dstream.recovery.choice.policy_for` turns a
+One module per mode: :mod:`~dstream.recovery.checkpoint_policy`,
+:mod:`~dstream.recovery.replay_policy`, :mod:`~dstream.recovery.replicate_policy`,
+:mod:`~dstream.recovery.auto_policy` (which delegates to the mode it picked) and
+:mod:`~dstream.recovery.approximate_policy` (``approximateRecovery``'s driver-side choices,
+layered over the mode it runs with; its per-task code is :mod:`dstream.tasks.approx_state`).
+:func:`~dstream.recovery.choice.policy_for` turns a
 user's ``recoveryStrategy(...)`` into its policy.
 
 Where the package sits: *below* ``streams``, above ``tasks``. The policies are called by

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dstream.recovery.auto import AutoPolicy
-from dstream.recovery.checkpoint import CheckpointPolicy
+from dstream.recovery.auto_policy import AutoPolicy
+from dstream.recovery.checkpoint_policy import CheckpointPolicy
 from dstream.recovery.policy import RecoveryPolicy
-from dstream.recovery.replay import ReplayPolicy
-from dstream.recovery.replicate import ReplicatePolicy
+from dstream.recovery.replay_policy import ReplayPolicy
+from dstream.recovery.replicate_policy import ReplicatePolicy
 from dstream.time import Duration, to_duration
 
 __all__ = ["KINDS", "SavedStrategy", "policy_for", "policy_from_saved"]

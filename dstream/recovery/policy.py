@@ -92,7 +92,7 @@ class RecoveryPolicy:
 
     @property
     def approximate(self) -> Any:
-        """approximateRecovery's spec (dstream.recovery.approximate.ApproxSpec), or None."""
+        """approximateRecovery's spec (dstream.recovery.approximate_policy.ApproxSpec), or None."""
         return None
 
     # ---- persist, cut, checkpoint -------------------------------------------------------

@@ -76,7 +76,10 @@ _MOVED = {
     # Before the recovery policies (dstream.recovery, issue 59) a state saved its strategy
     # and approximateRecovery's bound as these; RecoverableState turns them into its policy.
     ("dstream.streams.strategy", "RecoveryStrategy"): ("dstream.recovery.choice", "SavedStrategy"),
-    ("dstream.streams.approximate", "ApproxSpec"): ("dstream.recovery.approximate", "ApproxSpec"),
+    ("dstream.streams.approximate", "ApproxSpec"): (
+        "dstream.recovery.approximate_policy",
+        "ApproxSpec",
+    ),
 }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.functions import UserFunction
-from dstream.recovery.approximate import ApproximatePolicy, ApproxSpec, approx_spec
+from dstream.recovery.approximate_policy import ApproximatePolicy, ApproxSpec, approx_spec
 from dstream.storage.checkpoint import COMPLETE
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.snapshots import decode_manifest, encode_manifest

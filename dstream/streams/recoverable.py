@@ -11,8 +11,8 @@ from __future__ import annotations
 import time as _time
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dstream.recovery.approximate import ApproximatePolicy
-from dstream.recovery.checkpoint import CheckpointPolicy
+from dstream.recovery.approximate_policy import ApproximatePolicy
+from dstream.recovery.checkpoint_policy import CheckpointPolicy
 from dstream.recovery.choice import policy_for, policy_from_saved
 from dstream.recovery.compatibility import refusal
 from dstream.recovery.policy import RecoveryPolicy

@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dstream.functions import UserFunction
-from dstream.recovery.checkpoint import CheckpointPolicy
+from dstream.recovery.checkpoint_policy import CheckpointPolicy
 from dstream.recovery.policy import RecoveryPolicy, RestoreLog
 from dstream.streams.base import STATE, DStreamCore
 from dstream.streams.copartitioned import memory_only
-from dstream.streams.elastic import ElasticState
+from dstream.streams.elastic_state import ElasticState
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule
 from dstream.streams.tentative import Ledger, Saved, section_counter

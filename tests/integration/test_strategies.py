@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from dstream.recovery import auto
-from dstream.recovery.auto import AutoPolicy
+from dstream.recovery import auto_policy as auto
+from dstream.recovery.auto_policy import AutoPolicy
 from dstream.scheduler.engine import engine_of
 from dstream.streams.state_base import StateStream
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dstream.recovery.approximate import ApproximatePolicy, approx_spec
+from dstream.recovery.approximate_policy import ApproximatePolicy, approx_spec
 from dstream.recovery.choice import KINDS, policy_for
 from dstream.recovery.compatibility import (
     LEFT_OUT,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dstream.recovery.auto import AUTO_OVERHEAD, AutoPolicy, auto_choice
-from dstream.recovery.checkpoint import CheckpointPolicy
+from dstream.recovery.auto_policy import AUTO_OVERHEAD, AutoPolicy, auto_choice
+from dstream.recovery.checkpoint_policy import CheckpointPolicy
 from dstream.recovery.choice import policy_for
 from dstream.recovery.policy import RecoveryPolicy
 from dstream.time import Duration, Time
@@ -190,8 +190,8 @@ def test_a_program_saved_before_the_policies_loads_with_its_choice(
     import types
 
     from dstream.recovery.choice import policy_from_saved
-    from dstream.recovery.replay import ReplayPolicy
-    from dstream.recovery.replicate import ReplicatePolicy
+    from dstream.recovery.replay_policy import ReplayPolicy
+    from dstream.recovery.replicate_policy import ReplicatePolicy
     from dstream.streams.graph_pickle import loads_graph
 
     @dataclasses.dataclass(frozen=True)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from dstream.recovery.checkpoint import CheckpointPolicy
+from dstream.recovery.checkpoint_policy import CheckpointPolicy
 from dstream.recovery.policy import Persistence, RecoveringState, RecoveryPolicy, RestoreLog
-from dstream.recovery.replay import ReplayPolicy
+from dstream.recovery.replay_policy import ReplayPolicy
 from dstream.time import Duration, Time
 
 __all__ = ["AUTO_OVERHEAD", "AutoPolicy", "auto_choice"]
