@@ -45,9 +45,9 @@ from dstream.scheduler.monitor import (
     supports_executor_control,
 )
 from dstream.scheduler.progress import ProgressTracker
+from dstream.scheduler.recovery_episodes import TentativeController
 from dstream.scheduler.scheduler import JobScheduler
 from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
-from dstream.scheduler.tentative import TentativeController
 from dstream.scheduler.webui import attach_web_ui
 from dstream.settings import StreamingSettings
 from dstream.sparkconf import conf_flag, conf_number
@@ -364,7 +364,7 @@ class Engine:
         self.bus.add(controller, first=True)
 
     def _start_tentative(self, scheduler: JobScheduler) -> None:
-        """Tentative results and the replica budget (dstream.scheduler.tentative), when an
+        """Tentative results and the replica budget (dstream.scheduler.recovery_episodes), when an
         output gives tentative results or replica_budget_mb is set."""
         graph = self.graph
         wanted = any(o.gives_tentative for o in graph.outputs)

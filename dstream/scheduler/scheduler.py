@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from dstream.clock import Clock
     from dstream.errors import StreamingJobError
     from dstream.scheduler.coordinator import BatchCoordinator
-    from dstream.scheduler.tentative import TentativeController
+    from dstream.scheduler.recovery_episodes import TentativeController
     from dstream.settings import StreamingSettings
     from dstream.storage.ownership import Lease
     from dstream.streams.graph import DStreamGraph
@@ -182,7 +182,7 @@ class JobScheduler:
         self._stopping = False
         self._generating = threading.Lock()
         self.stats = OverheadStats()
-        # Tentative results while a loss is recovered (dstream.scheduler.tentative).
+        # Tentative results while a loss is recovered (dstream.scheduler.recovery_episodes).
         self._tentative: TentativeController | None = None
         self._recent_work: deque[int] = deque(maxlen=20)
 

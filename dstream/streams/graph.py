@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dstream.streams.base import DStreamCore
 from dstream.streams.quarantine import Quarantine
-from dstream.streams.tentative import TentativeNotes
+from dstream.streams.tentative_pass import TentativeNotes
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class DStreamGraph:
         self.views: object | None = None
         # Records set aside under bad_records="quarantine" (dstream.streams.quarantine).
         self.quarantine = Quarantine(self)
-        # What state merge tasks report for tentative results (dstream.streams.tentative).
+        # What state merge tasks report for tentative results (dstream.streams.tentative_pass).
         self.tentative = TentativeNotes(self)
         _graphs[context] = weakref.ref(self)
         self.streams: list[DStreamCore[Any]] = []

@@ -38,13 +38,13 @@ from dstream.streams.copartitioned import memory_only
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule, regroup
 from dstream.streams.strategy import RecoveryStrategy, auto_choice, strategy_for
-from dstream.streams.tentative import Ledger, Saved, section_counter
+from dstream.streams.tentative_pass import Ledger, Saved, section_counter
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
 
-    from dstream.streams.tentative import StateChain, TentativePass
+    from dstream.streams.tentative_pass import StateChain, TentativePass
 
 __all__ = ["StateStream"]
 
@@ -533,7 +533,7 @@ class StateStream(DStreamCore[Any]):
             "memoryUsedBytes": None if rdd is None else cached_bytes.get(rdd.id()),
         }
 
-    # ---- tentative results (dstream.streams.tentative) ------------------------------------------
+    # ---- tentative results (dstream.streams.tentative_pass) --------------------------------------
     _loss_rule = "state"
 
     def _tentative_step(

@@ -184,3 +184,28 @@ def test_packages_reach_each_other_through_public_names() -> None:
         + ", ".join(found)
         + "; give the owner a public property or method for what the caller needs"
     )
+
+
+# Modules that share a name across packages on purpose: the same role in two sibling
+# packages, each package naming what it is (a connector's client and source), or a word
+# that means two things (the receiver's wire protocol, the nodes' protocol). A feature split
+# over layers into same-named modules (two tentative.py, two quarantine.py) is not allowed.
+SHARED_MODULE_NAMES = {
+    "base",  # sources/base.py (the input node base) and streams/base.py (every node's)
+    "client",  # kafka/client.py and receiver/client.py: each connector's client
+    "source",  # kafka/source.py and receiver/source.py: each connector's input node
+    "protocol",  # receiver/protocol.py (wire) and streams/protocol.py (node protocol)
+    "replay",  # cli/replay.py (the `dstream replay` command) and scheduler/replay.py (plans)
+}
+
+
+def test_no_two_packages_hold_a_module_of_the_same_name() -> None:
+    homes: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.stem != "__init__" and path.parent != ROOT:
+            homes.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    shared = {name: paths for name, paths in homes.items() if len(paths) > 1}
+    assert set(shared) <= SHARED_MODULE_NAMES, (
+        "modules of the same name in two packages; name each by its role (STYLE 17): "
+        + str({n: p for n, p in shared.items() if n not in SHARED_MODULE_NAMES})
+    )

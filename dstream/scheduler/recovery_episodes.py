@@ -8,7 +8,7 @@ times the recent interval cost, for the share lost), a *recovery episode* starts
 
 - every interval not completed yet gets a tentative result of each output the loss reaches
   (``StreamingSettings(tentative_outputs=True)`` or ``tentative=True``): computed by a
-  :class:`~dstream.streams.tentative.TentativePass` from what survived, its fidelity (PPA's
+  :class:`~dstream.streams.tentative_pass.TentativePass` from what survived, its fidelity (PPA's
   Eq. 4) in the RDD handed to the output and in ``onTentativeOutput``; later tentative states
   build on earlier ones, so each costs one interval's work;
 - those jobs run in the fair-scheduler pool ``dstream-tentative`` (weight 10), the exact
@@ -40,7 +40,7 @@ from dstream.scheduler.coordinator import given_names
 from dstream.scheduler.replicas import Candidate, plan
 from dstream.streams.fidelity import output_fidelity
 from dstream.streams.keyed_state import StateDStream
-from dstream.streams.tentative import StateChain, TentativePass
+from dstream.streams.tentative_pass import StateChain, TentativePass
 from dstream.streams.windowed import ReducedWindowedDStream
 from dstream.time import Time
 
