@@ -1,8 +1,10 @@
 """Tentative, then exact: answers while a lost executor's state is recomputed (PPA's tentative
 outputs and partially active replication, its Sec. 3-6, on D-Streams).
 
-When an executor goes, the :class:`TentativeController` (on a thread of its own) asks the
-block manager master which partitions of each state's newest exact interval are gone. If the
+When an executor goes, the :class:`TentativeController` (a handler of the scheduler's event
+loop: :class:`~dstream.scheduler.events.ExecutorLost`, ``LossRecheck``, and each interval
+generated and completed; its Spark jobs run on a worker thread of its own) asks the block
+manager master which partitions of each state's newest exact interval are gone. If the
 recomputation will take longer than an interval (the lineage since the state's checkpoint
 times the recent interval cost, for the share lost), a *recovery episode* starts:
 
@@ -27,16 +29,18 @@ partition with a copy is not lost with its executor, for the tentative and the e
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import queue
 import statistics
 import threading
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
 from dstream.scheduler.coordinator import given_names
+from dstream.scheduler.events import ExecutorLost, LossRecheck
 from dstream.scheduler.replicas import Candidate, plan
 from dstream.streams.fidelity import output_fidelity
 from dstream.streams.keyed_state import StateDStream
@@ -66,6 +70,11 @@ _SETTLE_S, _SETTLE_TRIES = 0.2, 15
 
 
 class TentativeController:
+    """Recovery episodes, as a handler of the scheduler's loop: the ``on_*`` methods run on
+    the loop and only decide (they look at the block manager master, never sleep and run no
+    job); the tentative passes, their deliveries and the replica plans run in order on the
+    controller's worker thread, the recomputation of what was lost on a thread of its own."""
+
     def __init__(
         self,
         graph: DStreamGraph,
@@ -85,14 +94,16 @@ class TentativeController:
         self._prefix = group_prefix
         self._settings = graph.settings
         self._scheduler: JobScheduler | None = None
-        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._worker: ThreadPoolExecutor | None = None
         self._fair = False
         # The episode: per state its chain, the streams the loss reaches, pins to release.
         self._chains: dict[int, StateChain] = {}
         self._affected: set[int] = set()
         self._pins: list[tuple[DStreamCore[Any], Time]] = []
         self._emitted: set[int] = set()
+        # What an episode begun with no interval pending recomputes after the first
+        # tentative results of the next one (the first results go first, as ever).
+        self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
         self._completed: set[int] = set()
         self._recovering = threading.Event()
         self._since_plan = 0
@@ -122,41 +133,56 @@ class TentativeController:
                     "tentative result waits behind the recomputation it stands in for; start "
                     "it with spark.scheduler.mode=FAIR"
                 )
-        self._thread = threading.Thread(target=self._run, name="dstream-tentative", daemon=True)
-        self._thread.start()
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="dstream-tentative")
 
     def stop(self) -> None:
-        self._events.put(("stop", None))
-        if self._thread is not None:
-            self._thread.join()
-        self._end_episode()
+        """After the scheduler's loop stopped: the worker finishes what it runs (what waits
+        is dropped), then the episode's pins and cached states are released."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=True, cancel_futures=True)
+        pins, chains = self._take_episode()
+        self._release(pins, chains)
 
     def executor_lost(self, executor_id: str) -> None:
-        self._events.put(("lost", executor_id))
+        """Any thread (the executor monitor's): posted to the scheduler's loop."""
+        if self._scheduler is not None:
+            self._scheduler.post(ExecutorLost(executor_id))
 
-    def interval_generated(self, time: Time) -> None:
-        self._events.put(("generated", time))
+    # ---- the loop's handlers: they decide, the worker runs the jobs ---------------------------
+    def on_lost(self, executor: str, look: int) -> None:
+        self._guarded(self._on_lost, executor, look)
 
-    def interval_completed(self, time: Time) -> None:
-        self._events.put(("completed", time))
+    def on_recheck(
+        self, executor: str, found: Mapping[int, tuple[Time, frozenset[int]]], done: Time | None
+    ) -> None:
+        self._guarded(self._on_late, executor, dict(found), done)
 
-    # ---- the thread ---------------------------------------------------------------------------
-    def _run(self) -> None:
-        while True:
-            kind, value = self._events.get()
-            if kind == "stop":
-                return
-            try:
-                if kind == "lost":
-                    self._on_lost(value)
-                elif kind == "late":
-                    self._on_late(*value)
-                elif kind == "generated" and self._chains:
-                    self._emit(value)
-                elif kind == "completed":
-                    self._on_completed(value)
-            except Exception:
-                log.exception("tentative outputs: handling %s %s failed", kind, value)
+    def on_generated(self, time: Time) -> None:
+        if self._chains and self._guarded(self._want, time):
+            waits, self._recovery_waits = self._recovery_waits, None
+            if waits is None:
+                self._submit(self._emit, time)
+            else:
+                self._submit(self._first_results, [time], waits)
+
+    def on_completed(self, time: Time) -> None:
+        self._guarded(self._on_completed, time)
+
+    def _guarded(self, handler: Callable[..., Any], *args: Any) -> Any:
+        """A failure of a handler is logged: tentative results are best effort, the loop and
+        the exact results go on."""
+        try:
+            return handler(*args)
+        except Exception:
+            log.exception("tentative outputs: %s%s failed", handler.__name__, args)
+            return None
+
+    def _submit(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work`` on the worker thread, after what was submitted before."""
+        if self._worker is None:
+            return
+        with contextlib.suppress(RuntimeError):  # stopped: nothing runs any more
+            self._worker.submit(self._guarded, work, *args)
 
     # ---- which states and outputs -------------------------------------------------------------
     def _downstream(self, roots: set[int]) -> set[int]:
@@ -200,20 +226,23 @@ class TentativeController:
         held = copies(rdd)
         return exact_time, frozenset(p for p, n in enumerate(held) if n == 0)
 
-    def _on_lost(self, executor: str) -> None:
+    def _on_lost(self, executor: str, look: int = 0) -> None:
         outputs = self._tentative_outputs()
         if not outputs:
             return
         found: dict[int, tuple[Time, frozenset[int]]] = {}
-        for _ in range(_SETTLE_TRIES):  # the master forgets the executor's blocks soon after
-            for state in self._states():
-                held = self._lost_partitions(state)
-                if held is not None and held[1]:
-                    found[state.id] = held
-            if found:
-                break
-            _time.sleep(_SETTLE_S)
+        for state in self._states():
+            held = self._lost_partitions(state)
+            if held is not None and held[1]:
+                found[state.id] = held
         if not found:
+            # The master forgets the executor's blocks soon after: look again, later.
+            if look + 1 < _SETTLE_TRIES and self._scheduler is not None:
+                again = ExecutorLost(executor, look + 1)
+                timer = threading.Timer(_SETTLE_S, self._scheduler.post, [again])
+                timer.daemon = True
+                timer.start()
+                return
             log.info("tentative outputs: executor %s held no state that is lost", executor)
             return
         if self._chains:  # a loss during an episode: what the chains started from lost more
@@ -238,7 +267,8 @@ class TentativeController:
                 estimate,
                 batch,
             )
-            timer = threading.Timer(batch, self._events.put, [("late", (executor, found, done))])
+            recheck = LossRecheck(executor, found, done)
+            timer = threading.Timer(batch, self._scheduler.post, [recheck])
             timer.daemon = True
             timer.start()
             return
@@ -327,18 +357,26 @@ class TentativeController:
             lost_text,
             estimate,
         )
-        # The first tentative results go first: the recovery's long tasks would otherwise
-        # hold the executors that are left (a fair scheduler picks by pool only as a task
-        # ends). Then the lost partitions are recomputed, while later intervals get theirs.
-        recovery = threading.Thread(
-            target=self._recover, args=(dict(found),), name="dstream-recovery", daemon=True
-        )
         assert self._scheduler is not None
-        pending = self._scheduler.pending()
-        if pending:
-            self._emit(pending[0])
+        wanted = [t for t in self._scheduler.pending() if self._want(t)]
+        if wanted:
+            self._submit(self._first_results, wanted, dict(found))
+        else:  # the next interval's first tentative results go first
+            self._recovery_waits = dict(found)
+
+    def _first_results(
+        self, times: list[Time], found: dict[int, tuple[Time, frozenset[int]]]
+    ) -> None:
+        """On the worker. The first tentative results go first: the recovery's long tasks
+        would otherwise hold the executors that are left (a fair scheduler picks by pool
+        only as a task ends). Then the lost partitions are recomputed, while later intervals
+        get theirs."""
+        recovery = threading.Thread(
+            target=self._recover, args=(found,), name="dstream-recovery", daemon=True
+        )
+        self._emit(times[0])
         recovery.start()
-        for time in pending[1:]:
+        for time in times[1:]:
             self._emit(time)
 
     def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:
@@ -368,28 +406,39 @@ class TentativeController:
             log.info("tentative outputs: %s recovered its lost partitions", state.label)
 
     # ---- one interval's tentative results -----------------------------------------------------
-    def _emit(self, time: Time) -> None:
+    def _want(self, time: Time) -> bool:
+        """On the loop: whether ``time`` gets tentative results (then it is counted as
+        emitted, and the worker computes them)."""
         if time.ms in self._emitted or time.ms in self._completed:
-            return
+            return False
         if all(c.recovered or not c.lost for c in self._chains.values()):
             # Every lost partition is back: the exact results follow without a recomputation.
             self._end_episode()
             log.info("tentative outputs: every lost partition is back at %s", time)
-            return
+            return False
         assert self._scheduler is not None
         if time not in self._scheduler.pending():
-            return
+            return False
         self._emitted.add(time.ms)
+        return True
+
+    def _emit(self, time: Time) -> None:
+        """On the worker: ``time``'s tentative results, in the episode as it is now (none if
+        it ended, or if the exact results of ``time`` all came first)."""
+        chains, affected = self._chains, self._affected
+        assert self._scheduler is not None
+        if not chains or time not in self._scheduler.pending():
+            return
         # An output whose exact result of ``time`` came first gives no tentative one (its
         # gate drops one that gets there later; this only saves computing it).
         outputs = [
             o
             for o in self._tentative_outputs()
-            if o.id in self._affected and not o.tentative_closed(time)
+            if o.id in affected and not o.tentative_closed(time)
         ]
         built: list[tuple[OutputDStream, RDD[Any]]] = []
         with self._graph.lock:
-            tentative = TentativePass(self._graph, time, self._affected, self._chains)
+            tentative = TentativePass(self._graph, time, affected, chains)
             with tentative:
                 for out in outputs:
                     try:
@@ -401,7 +450,7 @@ class TentativeController:
                         built.append((out, rdd))
         _pool(self._sc, TENTATIVE_POOL if self._fair else None)
         self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
-        self._read_back(tentative, time)
+        self._read_back(tentative, time, chains)
         # Each result's fidelity from the partitions its states lacked (known only now).
         prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
         with self._graph.lock, tentative:
@@ -411,7 +460,7 @@ class TentativeController:
                 except Exception as exc:
                     log.warning("tentative result of %s at %s: %s", out.label, time, exc)
                     continue
-                prepared.append((out, rdd, fidelity, self._lost_of(out)))
+                prepared.append((out, rdd, fidelity, self._lost_of(out, chains)))
         for out, rdd, fidelity, lost in prepared:
             view = _marked(rdd, time, fidelity)
             try:
@@ -441,7 +490,9 @@ class TentativeController:
         for older in tentative.superseded:  # read by this interval's results, not again
             older.unpersist(blocking=False)
 
-    def _read_back(self, tentative: TentativePass, time: Time) -> None:
+    def _read_back(
+        self, tentative: TentativePass, time: Time, chains: dict[int, StateChain]
+    ) -> None:
         """Compute the tentative states ``tentative`` read from the blocks that survived
         (cached: the outputs' jobs then read them) and take the partitions their tasks
         found lost into the chains. The controller looked the lost blocks up when the first
@@ -458,7 +509,7 @@ class TentativeController:
                 log.info("tentative outputs: computing a tentative state failed: %s", exc)
                 continue
             found = notes.lost_blocks(sid, time)
-            chain = self._chains.get(sid)
+            chain = chains.get(sid)
             if chain is None or not found - chain.lost:
                 continue
             more = found - chain.lost
@@ -475,13 +526,13 @@ class TentativeController:
         if changed:
             tentative.reassess()
 
-    def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
+    def _lost_of(self, out: OutputDStream, chains: dict[int, StateChain]) -> dict[str, list[int]]:
         by_id = {s.id: s for s in self._graph.streams}
         named = given_names(self._graph.streams)
         upstream = {p.id for p in _ancestors(out)}
         return {
             named.get(sid) or by_id[sid].label: sorted(c.lost)
-            for sid, c in self._chains.items()
+            for sid, c in chains.items()
             if sid in upstream and c.lost and not c.recovered
         }
 
@@ -490,7 +541,7 @@ class TentativeController:
         self._since_plan += 1
         if self._since_plan >= PLAN_EVERY and self._settings.replica_budget_mb > 0:
             self._since_plan = 0
-            self._plan_replicas()
+            self._submit(self._plan_replicas)
         if not self._chains:
             return
         self._completed.add(time.ms)
@@ -505,15 +556,29 @@ class TentativeController:
             log.info("tentative outputs: the exact results caught up at %s", time)
 
     def _end_episode(self) -> None:
+        """On the loop: the episode is over; its pins and cached tentative states are
+        released on the worker, after the tentative results it may still be computing."""
+        pins, chains = self._take_episode()
+        if pins or chains:
+            self._submit(self._release, pins, chains)
+
+    def _take_episode(self) -> tuple[list[tuple[DStreamCore[Any], Time]], dict[int, StateChain]]:
+        pins, chains = self._pins, self._chains
         with self._graph.lock:
-            for stream, t in self._pins:
+            self._pins, self._chains, self._affected = [], {}, set()
+        self._recovery_waits = None
+        self._recovering.clear()
+        return pins, chains
+
+    def _release(
+        self, pins: list[tuple[DStreamCore[Any], Time]], chains: dict[int, StateChain]
+    ) -> None:
+        with self._graph.lock:
+            for stream, t in pins:
                 stream.unpin(t)
-            self._pins = []
-            for chain in self._chains.values():
+            for chain in chains.values():
                 if chain.newest is not None:
                     chain.newest[1].unpersist(blocking=False)
-            self._chains, self._affected = {}, set()
-        self._recovering.clear()
 
     # ---- the replica budget -------------------------------------------------------------------
     def _weights(self) -> dict[int, float]:

@@ -69,9 +69,11 @@ from dstream.scheduler.coordinator import Position, given_names
 from dstream.scheduler.events import (
     CheckpointFailed,
     CheckpointWritten,
+    ExecutorLost,
     GenerateJobs,
     JobFinished,
     JobStarted,
+    LossRecheck,
     SchedulerEvent,
     Shutdown,
 )
@@ -352,6 +354,12 @@ class JobScheduler:
                         self._checkpoint_written(stream, time, seconds)
                     case CheckpointFailed(stream, time, error, attempts):
                         self._checkpoint_failed(stream, time, error, attempts)
+                    case ExecutorLost(executor, look):
+                        if self._tentative is not None:
+                            self._tentative.on_lost(executor, look)
+                    case LossRecheck(executor, found, completed_upto):
+                        if self._tentative is not None:
+                            self._tentative.on_recheck(executor, found, completed_upto)
                     case Shutdown():
                         return
             except Exception as exc:
@@ -470,7 +478,7 @@ class JobScheduler:
             self._jobs.submit(job)
         self.stats.generate_s.append(_time.perf_counter() - began)
         if self._tentative is not None:
-            self._tentative.interval_generated(time)
+            self._tentative.on_generated(time)
         if not jobs:
             self._complete_in_order()
 
@@ -577,7 +585,7 @@ class JobScheduler:
                 self._recent_work.append(batch.info.work_ms)
             self._done.notify_all()
         if self._tentative is not None:
-            self._tentative.interval_completed(batch.time)
+            self._tentative.on_completed(batch.time)
         self.stats.complete_s.append(_time.perf_counter() - began)
 
     def active(self) -> tuple[list[dict[str, Any]], int]:
