@@ -33,23 +33,21 @@ import contextlib
 import logging
 import statistics
 import threading
-import time as _time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
-from dstream.scheduler.coordinator import given_names
 from dstream.scheduler.events import ExecutorLost, LossRecheck
 from dstream.scheduler.replicas import Candidate, plan
-from dstream.streams.fidelity import output_fidelity
+from dstream.scheduler.tentative_results import TentativeResults, ancestors, run_in_pool
 from dstream.streams.keyed_state import StateDStream
-from dstream.streams.tentative_pass import StateChain, TentativePass
+from dstream.streams.tentative_pass import StateChain
 from dstream.streams.windowed import ReducedWindowedDStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
-    from pyspark import RDD, SparkContext
+    from pyspark import SparkContext
 
     from dstream.clock import Clock
     from dstream.listener import ListenerBus
@@ -59,7 +57,7 @@ if TYPE_CHECKING:
     from dstream.streams.output import OutputDStream
     from dstream.streams.state_base import StateStream
 
-__all__ = ["EXACT_POOL", "PLAN_EVERY", "TENTATIVE_POOL", "TentativeController"]
+__all__ = ["EXACT_POOL", "PLAN_EVERY", "TENTATIVE_POOL", "ReplicaBudget", "TentativeController"]
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +104,16 @@ class TentativeController:
         self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
         self._completed: set[int] = set()
         self._recovering = threading.Event()
-        self._since_plan = 0
+        self._results = TentativeResults(graph, sc, clock=clock, bus=bus, group_prefix=group_prefix)
+        self._replicas = ReplicaBudget(graph, self._states, self._tentative_outputs)
         self.episodes = 0
-        self.delivered: list[TentativeOutputInfo] = []  # the newest 1000 (tests, the shell)
 
     # ---- lifecycle and hooks (any thread) -----------------------------------------------------
+    @property
+    def delivered(self) -> list[TentativeOutputInfo]:
+        """The newest 1000 tentative results delivered (tests, the shell)."""
+        return self._results.delivered
+
     @property
     def recovering(self) -> bool:
         """A recovery episode is on: the exact jobs run in the low-weight pool."""
@@ -185,19 +188,6 @@ class TentativeController:
             self._worker.submit(self._guarded, work, *args)
 
     # ---- which states and outputs -------------------------------------------------------------
-    def _downstream(self, roots: set[int]) -> set[int]:
-        children: dict[int, list[int]] = {}
-        for s in self._graph.streams:
-            for p in s.parents:
-                children.setdefault(p.id, []).append(s.id)
-        seen, todo = set(roots), list(roots)
-        while todo:
-            for child in children.get(todo.pop(), ()):
-                if child not in seen:
-                    seen.add(child)
-                    todo.append(child)
-        return seen
-
     def _tentative_outputs(self) -> list[OutputDStream]:
         return [o for o in self._graph.outputs if o.gives_tentative]
 
@@ -213,26 +203,13 @@ class TentativeController:
         return [s for s in self._graph.streams if isinstance(s, StateStream) and self._capable(s)]
 
     # ---- a loss -------------------------------------------------------------------------------
-    def _lost_partitions(self, state: StateStream) -> tuple[Time, frozenset[int]] | None:
-        from dstream.streams.surviving import copies
-
-        try:
-            exact_time = state.latest_time()
-        except Exception:
-            return None  # no interval completed yet
-        rdd = state.state_rdd(exact_time)
-        if rdd is None:
-            return None
-        held = copies(rdd)
-        return exact_time, frozenset(p for p, n in enumerate(held) if n == 0)
-
     def _on_lost(self, executor: str, look: int = 0) -> None:
         outputs = self._tentative_outputs()
         if not outputs:
             return
         found: dict[int, tuple[Time, frozenset[int]]] = {}
         for state in self._states():
-            held = self._lost_partitions(state)
+            held = lost_partitions(state)
             if held is not None and held[1]:
                 found[state.id] = held
         if not found:
@@ -325,7 +302,7 @@ class TentativeController:
         estimate: float,
     ) -> None:
         by_id = {s.id: s for s in self._graph.streams}
-        affected = self._downstream(set(found))
+        affected = downstream(self._graph, set(found))
         chains: dict[int, StateChain] = {}
         with self._graph.lock:
             for state in self._states():
@@ -344,7 +321,7 @@ class TentativeController:
                 for s in self._graph.streams
                 if s.id in affected and s.is_state and s.id not in chains
             }
-            self._affected = affected - self._downstream(blocked)
+            self._affected = affected - downstream(self._graph, blocked)
         self._chains = chains
         self._emitted, self._completed = set(), set()
         self._recovering.set()
@@ -383,9 +360,9 @@ class TentativeController:
         """Recompute the lost partitions, the states carrying the most weighted fidelity
         first; a state that is back feeds later tentative results exactly."""
         by_id = {s.id: s for s in self._states()}
-        weights = self._weights()
+        weights = self._replicas.weights()
         order = sorted(found, key=lambda sid: -weights.get(sid, 0.0))
-        _pool(self._sc, EXACT_POOL if self._fair else None)
+        run_in_pool(self._sc, EXACT_POOL if self._fair else None)
         for sid in order:
             exact_time, lost = found[sid]
             state = by_id[sid]
@@ -436,112 +413,12 @@ class TentativeController:
             for o in self._tentative_outputs()
             if o.id in affected and not o.tentative_closed(time)
         ]
-        built: list[tuple[OutputDStream, RDD[Any]]] = []
-        with self._graph.lock:
-            tentative = TentativePass(self._graph, time, affected, chains)
-            with tentative:
-                for out in outputs:
-                    try:
-                        rdd = tentative.rdd(out, time)
-                    except Exception as exc:
-                        log.warning("tentative result of %s at %s: %s", out.label, time, exc)
-                        continue
-                    if rdd is not None:
-                        built.append((out, rdd))
-        _pool(self._sc, TENTATIVE_POOL if self._fair else None)
-        self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
-        self._read_back(tentative, time, chains)
-        # Each result's fidelity from the partitions its states lacked (known only now).
-        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
-        with self._graph.lock, tentative:
-            for out, rdd in built:
-                try:
-                    fidelity = output_fidelity(tentative.loss(out, time))
-                except Exception as exc:
-                    log.warning("tentative result of %s at %s: %s", out.label, time, exc)
-                    continue
-                prepared.append((out, rdd, fidelity, self._lost_of(out, chains)))
-        for out, rdd, fidelity, lost in prepared:
-            view = _marked(rdd, time, fidelity)
-            try:
-                if not out.deliver_tentative(time, view):
-                    log.info(
-                        "tentative result of %s at %s dropped: its exact result came first",
-                        out.label,
-                        time,
-                    )
-                    continue
-            except Exception as exc:
-                log.warning("tentative result of %s at %s failed: %s", out.label, time, exc)
-                continue
-            now = self._clock.now().ms
-            info = TentativeOutputInfo(
-                time,
-                out.output_index,
-                out.label,
-                fidelity,
-                lost,
-                int(_time.time() * 1000),
-                now - time.ms,
-                out.priority,
-            )
-            self.delivered = [*self.delivered[-999:], info]
-            self._bus.post("onTentativeOutput", info)
-        for older in tentative.superseded:  # read by this interval's results, not again
-            older.unpersist(blocking=False)
-
-    def _read_back(
-        self, tentative: TentativePass, time: Time, chains: dict[int, StateChain]
-    ) -> None:
-        """Compute the tentative states ``tentative`` read from the blocks that survived
-        (cached: the outputs' jobs then read them) and take the partitions their tasks
-        found lost into the chains. The controller looked the lost blocks up when the first
-        executor's loss was reported; a second executor killed at the same time may be
-        reported later (after this interval's tentative result, the first one), while its
-        blocks are already gone when the tasks read them."""
-        notes = self._graph.tentative
-        by_id = {s.id: s for s in self._graph.streams}
-        changed = False
-        for sid, rdd in tentative.read_back:
-            try:
-                rdd._jrdd.count()  # the JVM side, cached: no record shipped to Python
-            except Exception as exc:
-                log.info("tentative outputs: computing a tentative state failed: %s", exc)
-                continue
-            found = notes.lost_blocks(sid, time)
-            chain = chains.get(sid)
-            if chain is None or not found - chain.lost:
-                continue
-            more = found - chain.lost
-            log.info(
-                "tentative outputs: %s also lost partitions %s (found by the tasks at %s)",
-                by_id[sid].label,
-                sorted(more),
-                time,
-            )
-            chain.lost = chain.lost | more
-            chain.missing.update({p: [] for p in more})
-            chain.recovered = False
-            changed = True
-        if changed:
-            tentative.reassess()
-
-    def _lost_of(self, out: OutputDStream, chains: dict[int, StateChain]) -> dict[str, list[int]]:
-        by_id = {s.id: s for s in self._graph.streams}
-        named = given_names(self._graph.streams)
-        upstream = {p.id for p in _ancestors(out)}
-        return {
-            named.get(sid) or by_id[sid].label: sorted(c.lost)
-            for sid, c in chains.items()
-            if sid in upstream and c.lost and not c.recovered
-        }
+        self._results.emit(time, outputs, affected, chains, TENTATIVE_POOL if self._fair else None)
 
     # ---- the exact pipeline -------------------------------------------------------------------
     def _on_completed(self, time: Time) -> None:
-        self._since_plan += 1
-        if self._since_plan >= PLAN_EVERY and self._settings.replica_budget_mb > 0:
-            self._since_plan = 0
-            self._submit(self._plan_replicas)
+        if self._replicas.due():
+            self._submit(self._replicas.plan)
         if not self._chains:
             return
         self._completed.add(time.ms)
@@ -580,21 +457,46 @@ class TentativeController:
                 if chain.newest is not None:
                     chain.newest[1].unpersist(blocking=False)
 
-    # ---- the replica budget -------------------------------------------------------------------
-    def _weights(self) -> dict[int, float]:
+
+class ReplicaBudget:
+    """The replica budget (``replica_budget_mb``): every :data:`PLAN_EVERY` intervals, which
+    state partitions get a second in-memory copy (:mod:`dstream.scheduler.replicas` plans
+    it), weighted by the priorities of the tentative outputs each state reaches."""
+
+    def __init__(
+        self,
+        graph: DStreamGraph,
+        states: Callable[[], list[StateStream]],
+        outputs: Callable[[], list[OutputDStream]],
+    ) -> None:
+        self._graph = graph
+        self._settings = graph.settings
+        self._states = states
+        self._outputs = outputs
+        self._since_plan = 0
+
+    def due(self) -> bool:
+        """One more interval completed: whether a plan is due."""
+        self._since_plan += 1
+        if self._since_plan >= PLAN_EVERY and self._settings.replica_budget_mb > 0:
+            self._since_plan = 0
+            return True
+        return False
+
+    def weights(self) -> dict[int, float]:
         """Each state's weight: the priorities of the tentative outputs it reaches."""
         weights: dict[int, float] = {}
-        for out in self._tentative_outputs():
+        for out in self._outputs():
             priority = out.priority if self._settings.replica_priorities else 1
-            for stream in _ancestors(out):
+            for stream in ancestors(out):
                 if stream.is_state:
                     weights[stream.id] = weights.get(stream.id, 0.0) + priority
         return weights
 
-    def _plan_replicas(self) -> None:
+    def plan(self) -> None:
         from dstream.streams.surviving import sizes
 
-        weights = self._weights()
+        weights = self.weights()
         candidates: list[Candidate] = []
         for state in self._states():
             if state.id not in weights:
@@ -622,30 +524,32 @@ class TentativeController:
         )
 
 
-def _pool(sc: SparkContext, name: str | None) -> None:
-    """Run this thread's next jobs in the fair-scheduler pool ``name`` (None: the default)."""
-    sc.setLocalProperty("spark.scheduler.pool", name)  # type: ignore[arg-type]
-
-
-def _ancestors(stream: DStreamCore[Any]) -> list[DStreamCore[Any]]:
-    seen: dict[int, DStreamCore[Any]] = {}
-    todo = [stream]
-    while todo:
-        s = todo.pop()
+def downstream(graph: DStreamGraph, roots: set[int]) -> set[int]:
+    """The streams ``roots`` reach, ``roots`` included (by id)."""
+    children: dict[int, list[int]] = {}
+    for s in graph.streams:
         for p in s.parents:
-            if p.id not in seen:
-                seen[p.id] = p
-                todo.append(p)
-    return list(seen.values())
+            children.setdefault(p.id, []).append(s.id)
+    seen, todo = set(roots), list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
 
 
-def _marked(rdd: RDD[Any], time: Time, fidelity: float) -> RDD[Any]:
-    """A new RDD object over ``rdd``'s data, marked as a tentative result."""
-    from pyspark import RDD
+def lost_partitions(state: StateStream) -> tuple[Time, frozenset[int]] | None:
+    """The newest exact interval of ``state`` and the partitions of it no executor holds
+    (None: no interval completed yet, or its state is not remembered)."""
+    from dstream.streams.surviving import copies
 
-    view: RDD[Any] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
-    view.partitioner = rdd.partitioner
-    view.tentative = True  # type: ignore[attr-defined]
-    view.fidelity = fidelity  # type: ignore[attr-defined]
-    view.interval = time  # type: ignore[attr-defined]
-    return view
+    try:
+        exact_time = state.latest_time()
+    except Exception:
+        return None  # no interval completed yet
+    rdd = state.state_rdd(exact_time)
+    if rdd is None:
+        return None
+    held = copies(rdd)
+    return exact_time, frozenset(p for p, n in enumerate(held) if n == 0)
