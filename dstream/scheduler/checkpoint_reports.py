@@ -12,9 +12,8 @@ from dstream.listener import CheckpointInfo
 from dstream.scheduler.coordinator import given_names
 
 if TYPE_CHECKING:
-    from dstream.listener import ListenerBus
     from dstream.scheduler.coordinator import BatchCoordinator, Position
-    from dstream.settings import StreamingSettings
+    from dstream.services import Services
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.state_base import StateStream
     from dstream.time import Time
@@ -26,16 +25,15 @@ class CheckpointReports:
     def __init__(
         self,
         graph: DStreamGraph,
+        services: Services,
         *,
-        settings: StreamingSettings,
-        bus: ListenerBus,
         hooks: BatchCoordinator,
         position: Callable[[], Position],
         halt: Callable[[str, BaseException, Time | None], None],
     ) -> None:
         self._graph = graph
-        self._settings = settings
-        self._bus = bus
+        self._settings = services.settings
+        self._bus = services.bus
         self._hooks = hooks
         self._position = position
         self._halt = halt

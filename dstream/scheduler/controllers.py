@@ -116,14 +116,7 @@ def start_recovery_episodes(engine: Engine, scheduler: JobScheduler) -> Tentativ
     if engine.monitor is None:
         raise ShimMissingError(SHIM_JAR, needed_by=what)
     monitor = engine.monitor
-    controller = TentativeController(
-        graph,
-        engine.sc,
-        clock=engine.clock,
-        bus=engine.bus,
-        group_prefix=engine.job_group_prefix,
-        capacity=lambda: monitor.capacity,
-    )
+    controller = TentativeController(graph, engine.services, capacity=lambda: monitor.capacity)
     scheduler.attach_tentative(controller)
     engine.monitor.on_executor_removed(controller.executor_lost)
     controller.start(scheduler)

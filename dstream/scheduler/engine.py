@@ -45,6 +45,7 @@ from dstream.scheduler.progress import ProgressTracker
 from dstream.scheduler.recovery_episodes import TentativeController
 from dstream.scheduler.scheduler import JobScheduler
 from dstream.scheduler.webui import attach_web_ui
+from dstream.services import Services
 from dstream.settings import StreamingSettings
 from dstream.storage.filesystem import filesystem_for, join
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
@@ -88,23 +89,14 @@ class Engine:
         settings: StreamingSettings,
         checkpoint_dir: str | None,
     ) -> None:
-        self.sc = sc
         self.batch_duration = batch_duration
-        self.clock = clock
-        self.settings = settings
         self.id = next(_ids)
-        # Spark job groups of this program's jobs start with this.
-        self.job_group_prefix = f"dstream-{sc.applicationId}-{self.id}"
-        self.bus = ListenerBus()
+        # Made once, handed down to the graph, the scheduler and the recovery episodes.
+        self.services = Services(
+            sc, clock, settings, ListenerBus(), f"dstream-{sc.applicationId}-{self.id}"
+        )
         self.graph = DStreamGraph(
-            batch_duration,
-            context=context,
-            sc=sc,
-            clock=clock,
-            settings=settings,
-            bus=self.bus,
-            job_group_prefix=self.job_group_prefix,
-            runtime=self,
+            batch_duration, context=context, services=self.services, runtime=self
         )
         self.state = "initialized"
         self._state_lock = threading.Condition()
@@ -125,6 +117,28 @@ class Engine:
         self._section_marks: SectionMarks | None = None
         self.progress = ProgressTracker(self)
         self.bus.add(self.progress)
+
+    # ---- the services ------------------------------------------------------------------------
+    @property
+    def sc(self) -> SparkContext:
+        return self.services.sc
+
+    @property
+    def clock(self) -> Clock:
+        return self.services.clock
+
+    @property
+    def settings(self) -> StreamingSettings:
+        return self.services.settings
+
+    @property
+    def bus(self) -> ListenerBus:
+        return self.services.bus
+
+    @property
+    def job_group_prefix(self) -> str:
+        """Spark job groups of this program's jobs start with this."""
+        return self.services.job_group_prefix
 
     # ---- what the streams ask of the running engine (dstream.streams.graph.Runtime) ---------
     def check_can_add(self, what: str) -> None:
@@ -216,12 +230,8 @@ class Engine:
         self.coordinator = BatchCoordinator(graph, journal, self.lease, self.monitor)
         scheduler = JobScheduler(
             graph,
-            self.sc,
-            clock=self.clock,
-            settings=self.settings,
-            bus=self.bus,
+            self.services,
             on_error=self._report_error,
-            group_prefix=self.job_group_prefix,
             hooks=self.coordinator,
             failed_before=failed_before(self.restored_from),
             lease=self.lease,

@@ -47,11 +47,8 @@ from dstream.streams.windowed import ReducedWindowedDStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-
-    from dstream.clock import Clock
-    from dstream.listener import ListenerBus
     from dstream.scheduler.scheduler import JobScheduler
+    from dstream.services import Services
     from dstream.streams.base import DStreamCore
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import OutputDStream
@@ -76,20 +73,15 @@ class TentativeController:
     def __init__(
         self,
         graph: DStreamGraph,
-        sc: SparkContext,
+        services: Services,
         *,
-        clock: Clock,
-        bus: ListenerBus,
-        group_prefix: str,
         capacity: Callable[[], tuple[int, int]] = lambda: (1, 1),
     ) -> None:
         self._graph = graph
         # (executors alive, the most there have been): a loss leaves fewer to recompute on.
         self._capacity = capacity
-        self._sc = sc
-        self._clock = clock
-        self._bus = bus
-        self._prefix = group_prefix
+        self._sc = services.sc
+        self._prefix = services.job_group_prefix
         self._settings = graph.settings
         self._scheduler: JobScheduler | None = None
         self._worker: ThreadPoolExecutor | None = None
@@ -104,7 +96,7 @@ class TentativeController:
         self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
         self._completed: set[int] = set()
         self._recovering = threading.Event()
-        self._results = TentativeResults(graph, sc, clock=clock, bus=bus, group_prefix=group_prefix)
+        self._results = TentativeResults(graph, services)
         self._replicas = ReplicaBudget(graph, self._states, self._tentative_outputs)
         self.episodes = 0
 

@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.errors import HaltedError
 from dstream.listener import (
-    ListenerBus,
     StreamingListenerBatchCompleted,
     StreamingListenerBatchStarted,
     StreamingListenerBatchSubmitted,
@@ -81,13 +80,10 @@ from dstream.scheduler.timer import RecurringTimer
 from dstream.time import Time
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-
-    from dstream.clock import Clock
     from dstream.errors import StreamingJobError
     from dstream.scheduler.coordinator import BatchCoordinator
     from dstream.scheduler.recovery_episodes import TentativeController
-    from dstream.settings import StreamingSettings
+    from dstream.services import Services
     from dstream.storage.ownership import Lease
     from dstream.streams.graph import DStreamGraph
 
@@ -108,24 +104,19 @@ class JobScheduler:
     def __init__(
         self,
         graph: DStreamGraph,
-        sc: SparkContext,
+        services: Services,
         *,
-        clock: Clock,
-        settings: StreamingSettings,
-        bus: ListenerBus,
         on_error: Callable[[StreamingJobError], None],
-        group_prefix: str,
         hooks: BatchCoordinator,
         failed_before: tuple[Time, ...] = (),
         lease: Lease | None = None,
     ) -> None:
         self._graph = graph
-        self._sc = sc
-        self._clock = clock
-        self._settings = settings
-        self._bus = bus
+        sc, clock, settings = services.sc, services.clock, services.settings
+        self._sc, self._clock, self._settings = sc, clock, settings
+        self._bus = services.bus
         self._on_error = on_error
-        self._group_prefix = group_prefix
+        self._group_prefix = services.job_group_prefix
         self._hooks = hooks
         self._events: queue.Queue[SchedulerEvent] = queue.Queue()
         self._timer = RecurringTimer(
@@ -160,7 +151,7 @@ class JobScheduler:
         self._visible: Time | None = None
         self._halted: HaltedError | None = None
         self._checkpoints = CheckpointReports(
-            graph, settings=settings, bus=bus, hooks=hooks, position=self._position, halt=self.halt
+            graph, services, hooks=hooks, position=self._position, halt=self.halt
         )
         # Set by stop() before the job pool shuts down; an interval the timer posted just
         # before the stop is then not generated (instead of failing to submit its jobs).

@@ -24,8 +24,7 @@ from dstream.time import Time
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
-    from dstream.clock import Clock
-    from dstream.listener import ListenerBus
+    from dstream.services import Services
     from dstream.streams.base import DStreamCore
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import OutputDStream
@@ -39,20 +38,12 @@ class TentativeResults:
     """Computes and delivers tentative results; keeps the newest 1000 delivered (tests,
     the shell)."""
 
-    def __init__(
-        self,
-        graph: DStreamGraph,
-        sc: SparkContext,
-        *,
-        clock: Clock,
-        bus: ListenerBus,
-        group_prefix: str,
-    ) -> None:
+    def __init__(self, graph: DStreamGraph, services: Services) -> None:
         self._graph = graph
-        self._sc = sc
-        self._clock = clock
-        self._bus = bus
-        self._prefix = group_prefix
+        self._sc = services.sc
+        self._clock = services.clock
+        self._bus = services.bus
+        self._prefix = services.job_group_prefix
         self.delivered: list[TentativeOutputInfo] = []
 
     def emit(

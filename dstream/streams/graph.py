@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dstream.functions import UserFunction
     from dstream.listener import ListenerBus
     from dstream.scheduler.stretch import ReplayStretch
+    from dstream.services import Services
     from dstream.settings import StreamingSettings
     from dstream.storage.journal import JournalRecord
     from dstream.storage.ownership import Lease
@@ -94,20 +95,12 @@ class DStreamGraph:
         batch_duration: Duration,
         *,
         context: object,
-        sc: SparkContext,
-        clock: Clock,
-        settings: StreamingSettings,
-        bus: ListenerBus,
-        job_group_prefix: str,
+        services: Services,
         runtime: Runtime,
     ) -> None:
         self.batch_duration = batch_duration
         self.context = context  # the user's StreamingContext: stream.context() returns it
-        self.sc = sc
-        self.clock = clock
-        self.settings = settings
-        self.bus = bus
-        self.job_group_prefix = job_group_prefix  # Spark job groups of its jobs start with it
+        self.services = services
         self.runtime = runtime
         # The SQL views of createOrReplaceTempView (dstream.api.queries keeps them here,
         # made with the first one).
@@ -127,6 +120,28 @@ class DStreamGraph:
         # While a replay computes stretches of intervals as one job
         # (dstream.scheduler.stretch.ReplayStretch); None otherwise.
         self.stretch: ReplayStretch | None = None
+
+    # ---- the services, as every node reads them ---------------------------------------------
+    @property
+    def sc(self) -> SparkContext:
+        return self.services.sc
+
+    @property
+    def clock(self) -> Clock:
+        return self.services.clock
+
+    @property
+    def settings(self) -> StreamingSettings:
+        return self.services.settings
+
+    @property
+    def bus(self) -> ListenerBus:
+        return self.services.bus
+
+    @property
+    def job_group_prefix(self) -> str:
+        """Spark job groups of the program's jobs start with it."""
+        return self.services.job_group_prefix
 
     def check_can_add(self, what: str) -> None:
         """Raise unless streams and outputs may still be added (before start())."""

@@ -28,8 +28,8 @@ LAYERS: list[set[str]] = [
     {"storage"},  # formats and file systems
 ]
 LEAVES = {
-    "clock", "errors", "functions", "jvm", "listener", "settings", "shutdown", "sparkconf",
-    "tables", "time", "timetext", "versions",
+    "clock", "errors", "functions", "jvm", "listener", "services", "settings", "shutdown",
+    "sparkconf", "tables", "time", "timetext", "versions",
 }  # fmt: skip
 
 
