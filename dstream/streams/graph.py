@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dstream.streams.base import DStreamCore
+from dstream.streams.graph_pickle import dumps_graph, loads_graph
 from dstream.streams.quarantine import Quarantine
 from dstream.streams.tentative_pass import TentativeNotes
 from dstream.time import Duration, Time
@@ -157,21 +158,33 @@ class DStreamGraph:
         """How long every output keeps its RDDs (``ssc.remember``; None: as they need)."""
         return self._remember_duration
 
-    def adopt(
-        self,
-        streams: list[DStreamCore[Any]],
-        inputs: list[int],
-        outputs: list[int],
-        remember: Duration | None,
-    ) -> None:
-        """Run a saved program (a restarted driver's, from the metadata journal) in place of
-        the one the code defined: ``inputs`` and ``outputs`` index ``streams``; each stream
-        takes this graph's services and lock (it already names this graph, unless the record
-        predates streams' graph)."""
-        self.streams = list(streams)
-        self.inputs = [cast("InputNode", streams[i]) for i in inputs]
-        self.outputs = [cast("OutputDStream", streams[i]) for i in outputs]
-        self._remember_duration = remember
+    # ---- the program saved and restored: one symmetric pair ------------------------------------
+    def snapshot(self) -> bytes:
+        """The program, for the metadata journal: its streams (with the functions they run),
+        which of them are inputs and outputs, and the remember duration. This graph, its
+        user's context and the SparkContext are saved as references, bound again by
+        :meth:`restore` (:mod:`dstream.streams.graph_pickle`)."""
+        return dumps_graph(
+            {
+                "streams": self.streams,
+                "inputs": [s.id for s in self.inputs],
+                "outputs": [s.id for s in self.outputs],
+                "remember": self._remember_duration,
+            },
+            self,
+        )
+
+    def restore(self, snapshot: bytes) -> None:
+        """Run the program :meth:`snapshot` saved (a restarted driver's, from the metadata
+        journal) in place of the one the code defined; each stream takes this graph's
+        services and lock (it already names this graph, unless the record predates streams'
+        graph)."""
+        saved = loads_graph(snapshot, self)
+        streams: list[DStreamCore[Any]] = list(saved["streams"])
+        self.streams = streams
+        self.inputs = [cast("InputNode", streams[i]) for i in saved["inputs"]]
+        self.outputs = [cast("OutputDStream", streams[i]) for i in saved["outputs"]]
+        self._remember_duration = saved["remember"]
         for stream in self.streams:
             stream.bind(self)
 
