@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     recorder_handler.emit = lambda record: decisions.append(  # type: ignore[method-assign]
         f"{record.created - t0:.1f}s {record.getMessage()}"
     )
-    controller_log = logging.getLogger("dstream.scheduler.tentative")
+    controller_log = logging.getLogger("dstream.scheduler.recovery_episodes")
     controller_log.setLevel(logging.INFO)
     controller_log.addHandler(recorder_handler)
     result["controller"] = decisions

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dstream.storage.journal import JournalRecord
-from dstream.streams.graph_pickle import dumps_graph
 from dstream.streams.state_base import StateStream
 from dstream.time import Time
 
@@ -94,16 +93,7 @@ class BatchCoordinator:
         self._settings_bytes = graph.settings.to_bytes()
         self._spark_conf = saved_spark_conf(graph.sc)
         if journal is not None:
-            graph = self._graph
-            self._graph_bytes = dumps_graph(
-                {
-                    "streams": graph.streams,
-                    "inputs": [s.id for s in graph.inputs],
-                    "outputs": [s.id for s in graph.outputs],
-                    "remember": graph.remember_duration,
-                },
-                graph,
-            )
+            self._graph_bytes = graph.snapshot()
             self._names = journal_names(graph.streams)
         # Checkpoints referenced by the records still on disk: not to be deleted.
         self._recent_refs: list[dict[int, int]] = []

@@ -34,25 +34,21 @@ from dstream import shutdown
 from dstream.console import use_default_logging
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import check_picklable
-from dstream.jvm import SHIM_JAR
 from dstream.listener import ListenerBus, StreamingListenerStreamingStarted
 from dstream.recovery.compatibility import check_program
 from dstream.scheduler.checkpointer import Checkpointer
+from dstream.scheduler.controllers import start_elastic, start_monitor, start_recovery_episodes
 from dstream.scheduler.coordinator import BatchCoordinator
-from dstream.scheduler.elastic import ElasticController
 from dstream.scheduler.events import CheckpointFailed, CheckpointWritten
 from dstream.scheduler.monitor import (
     ExecutorMonitor,
-    SparkExecutorControl,
-    supports_executor_control,
 )
 from dstream.scheduler.progress import ProgressTracker
+from dstream.scheduler.recovery_episodes import TentativeController
 from dstream.scheduler.scheduler import JobScheduler
-from dstream.scheduler.shim import ShimMissingError, TaskEventFeed
-from dstream.scheduler.tentative import TentativeController
 from dstream.scheduler.webui import attach_web_ui
+from dstream.services import Services
 from dstream.settings import StreamingSettings
-from dstream.sparkconf import conf_flag, conf_number
 from dstream.storage.filesystem import filesystem_for, join
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
 from dstream.storage.ownership import claim, owners_on_record
@@ -96,26 +92,17 @@ class Engine:
         settings: StreamingSettings,
         checkpoint_dir: str | None,
     ) -> None:
-        self.sc = sc
         # dstream's log lines in Spark's console format, at spark.log.level, unless the
         # program configured logging (dstream.console).
         use_default_logging(sc.getConf().get("spark.log.level"))
         self.batch_duration = batch_duration
-        self.clock = clock
-        self.settings = settings
         self.id = next(_ids)
-        # Spark job groups of this program's jobs start with this.
-        self.job_group_prefix = f"dstream-{sc.applicationId}-{self.id}"
-        self.bus = ListenerBus()
+        # Made once, handed down to the graph, the scheduler and the recovery episodes.
+        self.services = Services(
+            sc, clock, settings, ListenerBus(), f"dstream-{sc.applicationId}-{self.id}"
+        )
         self.graph = DStreamGraph(
-            batch_duration,
-            context=context,
-            sc=sc,
-            clock=clock,
-            settings=settings,
-            bus=self.bus,
-            job_group_prefix=self.job_group_prefix,
-            runtime=self,
+            batch_duration, context=context, services=self.services, runtime=self
         )
         self.state = "initialized"
         self._state_lock = threading.Condition()
@@ -136,6 +123,28 @@ class Engine:
         self._section_marks: SectionMarks | None = None
         self.progress = ProgressTracker(self)
         self.bus.add(self.progress)
+
+    # ---- the services ------------------------------------------------------------------------
+    @property
+    def sc(self) -> SparkContext:
+        return self.services.sc
+
+    @property
+    def clock(self) -> Clock:
+        return self.services.clock
+
+    @property
+    def settings(self) -> StreamingSettings:
+        return self.services.settings
+
+    @property
+    def bus(self) -> ListenerBus:
+        return self.services.bus
+
+    @property
+    def job_group_prefix(self) -> str:
+        """Spark job groups of this program's jobs start with this."""
+        return self.services.job_group_prefix
 
     # ---- what the streams ask of the running engine (dstream.streams.graph.Runtime) ---------
     def check_can_add(self, what: str) -> None:
@@ -227,17 +236,13 @@ class Engine:
         self.lease = None if journal is None else claim(journal.fs, journal.directory)
         if journal is not None and self.restored_from is None and journal.holds_records():
             self._set_aside_old_program(journal)
-        self.monitor = self._start_monitor()
+        self.monitor = start_monitor(self)
         self.web_ui = attach_web_ui(self, self.monitor)
         self.coordinator = BatchCoordinator(graph, journal, self.lease, self.monitor)
         scheduler = JobScheduler(
             graph,
-            self.sc,
-            clock=self.clock,
-            settings=self.settings,
-            bus=self.bus,
+            self.services,
             on_error=self._report_error,
-            group_prefix=self.job_group_prefix,
             hooks=self.coordinator,
             failed_before=failed_before(self.restored_from),
             lease=self.lease,
@@ -251,8 +256,8 @@ class Engine:
                 retries=self.settings.checkpoint_retries,
             )
             self.checkpointer.start()
-        self._start_elastic()
-        self._start_tentative(scheduler)
+        start_elastic(self)
+        self.tentative = start_recovery_episodes(self, scheduler)
         self.bus.start()
         self.bus.post("onStreamingStarted", StreamingListenerStreamingStarted(now.ms))
         for source in graph.inputs:
@@ -299,104 +304,6 @@ class Engine:
         assert self.checkpoint_dir is not None
         if self.sc.getCheckpointDir() is None:
             self.sc.setCheckpointDir(join(self.checkpoint_dir, "rdd-checkpoints"))
-
-    def _start_monitor(self) -> ExecutorMonitor | None:
-        """The JVM shim's task events, read by the executor monitor (per-interval task
-        statistics, stragglers, executor avoidance)."""
-        policy = self.settings.executor_avoidance
-        controls = [
-            name
-            for name, value in (
-                ("executor_avoidance", policy),
-                ("elastic", self.settings.elastic),
-            )
-            if value is not None
-        ]
-        if self.settings.elastic is not None and conf_flag(
-            self.sc.getConf(), "spark.dynamicAllocation.enabled"
-        ):
-            raise ValueError(
-                "settings.elastic decides the executors, and so does Spark's dynamic "
-                "allocation (spark.dynamicAllocation.enabled=true): two controllers would "
-                "undo each other; set spark.dynamicAllocation.enabled=false, or elastic=None "
-                "(Spark then decides, and stream.rescale(n) still changes a state's partitions)"
-            )
-        for name in controls:
-            if not supports_executor_control(self.sc.master or ""):
-                raise ValueError(
-                    f"settings.{name} needs executors in JVMs of their own, but the "
-                    f"master is {self.sc.master!r} (tasks run inside the driver); use "
-                    f"local-cluster[N,cores,MB] or a cluster, or set {name}=None"
-                )
-        try:
-            feed = TaskEventFeed.attach(self.sc)
-        except ShimMissingError as exc:
-            if controls:
-                raise ShimMissingError(exc.path, needed_by=f"settings.{controls[0]}") from None
-            log.warning(
-                "%s. Running without per-interval task statistics and straggler tracking, "
-                "and without the Spark UI's Streaming tab and dstream's metrics.",
-                exc,
-            )
-            return None
-        monitor = ExecutorMonitor(
-            feed,
-            self.job_group_prefix,
-            policy=policy,
-            control=SparkExecutorControl(self.sc) if controls else None,
-        )
-        monitor.start()
-        return monitor
-
-    def _start_elastic(self) -> None:
-        """Backpressure and the elastic policy (dstream.scheduler.elastic), a listener on
-        completed intervals; pyspark.streaming's spark.streaming.backpressure.* settings
-        turn backpressure on too."""
-        conf = self.sc.getConf()
-        backpressure = self.settings.backpressure or conf_flag(
-            conf, "spark.streaming.backpressure.enabled"
-        )
-        if not backpressure and self.settings.elastic is None:
-            return
-        min_rate = conf_number(conf, "spark.streaming.backpressure.pid.minRate", 100.0)
-        if backpressure and conf.get("spark.streaming.backpressure.initialRate") is not None:
-            initial = conf_number(conf, "spark.streaming.backpressure.initialRate", 1.0)
-            for source in self.graph.inputs:
-                source.set_rate_limit(initial)
-        controller = ElasticController(
-            self.graph,
-            self.monitor,
-            self.settings.elastic,
-            backpressure=backpressure,
-            min_rate=min_rate,
-            checkpointer=self.checkpointer,
-        )
-        # First: progress records show the rate and the step of their own interval.
-        self.bus.add(controller, first=True)
-
-    def _start_tentative(self, scheduler: JobScheduler) -> None:
-        """Tentative results and the replica budget (dstream.scheduler.tentative), when an
-        output gives tentative results or replica_budget_mb is set."""
-        graph = self.graph
-        wanted = any(o.gives_tentative for o in graph.outputs)
-        if not wanted and self.settings.replica_budget_mb <= 0:
-            return
-        what = "tentative outputs" if wanted else "settings.replica_budget_mb"
-        if self.monitor is None:
-            raise ShimMissingError(SHIM_JAR, needed_by=what)
-        monitor = self.monitor
-        controller = TentativeController(
-            graph,
-            self.sc,
-            clock=self.clock,
-            bus=self.bus,
-            group_prefix=self.job_group_prefix,
-            capacity=lambda: monitor.capacity,
-        )
-        scheduler.attach_tentative(controller)
-        self.monitor.on_executor_removed(controller.executor_lost)
-        controller.start(scheduler)
-        self.tentative = controller
 
     def _check_max_history(self) -> None:
         limit = self.settings.max_history

@@ -3,6 +3,7 @@ these; the event loop is the only code that changes the scheduler's state."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,9 +16,11 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckpointFailed",
     "CheckpointWritten",
+    "ExecutorLost",
     "GenerateJobs",
     "JobFinished",
     "JobStarted",
+    "LossRecheck",
     "SchedulerEvent",
     "Shutdown",
 ]
@@ -68,10 +71,39 @@ class CheckpointFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecutorLost:
+    """An executor was removed (posted by the executor monitor's thread, for the recovery
+    episodes of dstream.scheduler.recovery_episodes). The block manager master may still
+    list its blocks a moment after: a look that finds nothing lost is posted again by a
+    timer, ``look`` counting the looks so far, so the loop never sleeps."""
+
+    executor: str
+    look: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LossRecheck:
+    """One interval after a loss judged quick to recompute (posted by a timer): a recovery
+    episode begins if no interval completed since ``completed_upto`` and the partitions of
+    ``found`` (per state id: its exact interval, the partitions lost) are still lost."""
+
+    executor: str
+    found: Mapping[int, tuple[Time, frozenset[int]]]
+    completed_upto: Time | None
+
+
+@dataclass(frozen=True, slots=True)
 class Shutdown:
     """Leave the event loop (posted last by ``stop()``)."""
 
 
 SchedulerEvent = (
-    GenerateJobs | JobStarted | JobFinished | CheckpointWritten | CheckpointFailed | Shutdown
+    GenerateJobs
+    | JobStarted
+    | JobFinished
+    | CheckpointWritten
+    | CheckpointFailed
+    | ExecutorLost
+    | LossRecheck
+    | Shutdown
 )

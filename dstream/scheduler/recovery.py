@@ -17,7 +17,6 @@ from dstream.scheduler.coordinator import journal_names, ranked
 from dstream.scheduler.engine import Engine, engine_of
 from dstream.settings import StreamingSettings
 from dstream.storage.journal import CheckpointDirectoryError, JournalRecord, MetadataJournal
-from dstream.streams.graph_pickle import loads_graph
 from dstream.time import Duration
 
 if TYPE_CHECKING:
@@ -172,8 +171,7 @@ def restore_into(engine: Engine, record: JournalRecord, rebuild_graph: bool) -> 
         )
     graph = engine.graph
     if not rebuild_graph:
-        saved = loads_graph(record.graph, graph)
-        graph.adopt(saved["streams"], saved["inputs"], saved["outputs"], saved["remember"])
+        graph.restore(record.graph)
         by_old_id: dict[int, DStreamCore[Any]] = {s.id: s for s in graph.streams}
     else:
         new_names = journal_names(graph.streams)

@@ -50,66 +50,46 @@ import time as _time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dstream.errors import HaltedError
 from dstream.listener import (
-    BatchInfo,
-    CheckpointInfo,
-    ListenerBus,
-    OutputOperationInfo,
     StreamingListenerBatchCompleted,
     StreamingListenerBatchStarted,
     StreamingListenerBatchSubmitted,
     StreamingListenerOutputOperationCompleted,
     StreamingListenerOutputOperationStarted,
 )
-from dstream.scheduler.coordinator import Position, given_names
+from dstream.scheduler.batches import Batch
+from dstream.scheduler.checkpoint_reports import CheckpointReports
+from dstream.scheduler.coordinator import Position
 from dstream.scheduler.events import (
     CheckpointFailed,
     CheckpointWritten,
+    ExecutorLost,
     GenerateJobs,
     JobFinished,
     JobStarted,
+    LossRecheck,
     SchedulerEvent,
     Shutdown,
 )
 from dstream.scheduler.jobs import JobRunner, cancel_running_jobs
 from dstream.scheduler.timer import RecurringTimer
-from dstream.time import Time, human_time
+from dstream.time import Time
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
-
-    from dstream.clock import Clock
     from dstream.errors import StreamingJobError
     from dstream.scheduler.coordinator import BatchCoordinator
-    from dstream.scheduler.tentative import TentativeController
-    from dstream.settings import StreamingSettings
+    from dstream.scheduler.recovery_episodes import TentativeController
+    from dstream.services import Services
     from dstream.storage.ownership import Lease
     from dstream.streams.graph import DStreamGraph
-    from dstream.streams.output import Job
-    from dstream.streams.state_base import StateStream
 
 __all__ = ["JobScheduler", "OverheadStats"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Batch:
-    time: Time
-    jobs: list[Job]
-    info: BatchInfo
-    pending: int
-    outputs: dict[int, OutputOperationInfo] = field(default_factory=dict)
-    finished_at_ms: int | None = None  # every job done; completed once earlier batches are
-    failed: bool = False  # an output still failed after its retries
-    # Wall time (monotonic s) of the first job's start and of the last job's end: the
-    # batch's work whatever the streaming clock says (a ManualClock stands still).
-    work_began_s: float | None = None
-    work_ended_s: float | None = None
 
 
 @dataclass
@@ -124,24 +104,19 @@ class JobScheduler:
     def __init__(
         self,
         graph: DStreamGraph,
-        sc: SparkContext,
+        services: Services,
         *,
-        clock: Clock,
-        settings: StreamingSettings,
-        bus: ListenerBus,
         on_error: Callable[[StreamingJobError], None],
-        group_prefix: str,
         hooks: BatchCoordinator,
         failed_before: tuple[Time, ...] = (),
         lease: Lease | None = None,
     ) -> None:
         self._graph = graph
-        self._sc = sc
-        self._clock = clock
-        self._settings = settings
-        self._bus = bus
+        sc, clock, settings = services.sc, services.clock, services.settings
+        self._sc, self._clock, self._settings = sc, clock, settings
+        self._bus = services.bus
         self._on_error = on_error
-        self._group_prefix = group_prefix
+        self._group_prefix = services.job_group_prefix
         self._hooks = hooks
         self._events: queue.Queue[SchedulerEvent] = queue.Queue()
         self._timer = RecurringTimer(
@@ -160,7 +135,7 @@ class JobScheduler:
         )
         self._loop_thread: threading.Thread | None = None
         # State below is owned by the event loop; _done guards what waiters read.
-        self._batches: dict[Time, _Batch] = {}
+        self._batches: dict[Time, Batch] = {}
         self._done = threading.Condition()
         self._completed: deque[Time] = deque(maxlen=1000)
         # Intervals due but not generated yet (the backlog bound), in order.
@@ -175,14 +150,15 @@ class JobScheduler:
         self._settled: Time | None = None
         self._visible: Time | None = None
         self._halted: HaltedError | None = None
-        # Consecutive failed checkpoints, per state stream id.
-        self._checkpoint_failures: dict[int, int] = {}
+        self._checkpoints = CheckpointReports(
+            graph, services, hooks=hooks, position=self._position, halt=self.halt
+        )
         # Set by stop() before the job pool shuts down; an interval the timer posted just
         # before the stop is then not generated (instead of failing to submit its jobs).
         self._stopping = False
         self._generating = threading.Lock()
         self.stats = OverheadStats()
-        # Tentative results while a loss is recovered (dstream.scheduler.tentative).
+        # Tentative results while a loss is recovered (dstream.scheduler.recovery_episodes).
         self._tentative: TentativeController | None = None
         self._recent_work: deque[int] = deque(maxlen=20)
 
@@ -349,9 +325,15 @@ class JobScheduler:
                     case JobFinished(time, index, at_ms, error, attempts):
                         self._job_finished(time, index, at_ms, error, attempts)
                     case CheckpointWritten(stream, time, seconds):
-                        self._checkpoint_written(stream, time, seconds)
+                        self._checkpoints.written(stream, time, seconds)
                     case CheckpointFailed(stream, time, error, attempts):
-                        self._checkpoint_failed(stream, time, error, attempts)
+                        self._checkpoints.failed(stream, time, error, attempts)
+                    case ExecutorLost(executor, look):
+                        if self._tentative is not None:
+                            self._tentative.on_lost(executor, look)
+                    case LossRecheck(executor, found, completed_upto):
+                        if self._tentative is not None:
+                            self._tentative.on_recheck(executor, found, completed_upto)
                     case Shutdown():
                         return
             except Exception as exc:
@@ -382,48 +364,6 @@ class JobScheduler:
     def halted(self) -> HaltedError | None:
         return self._halted
 
-    # ---- state checkpoints --------------------------------------------------------------------
-    def _checkpoint_info(self, stream: StateStream, time: Time, **kw: Any) -> CheckpointInfo:
-        name = given_names(self._graph.streams).get(stream.id)
-        return CheckpointInfo(stream.label, name, time, **kw)
-
-    def _checkpoint_written(self, stream: StateStream, time: Time, seconds: float) -> None:
-        self._checkpoint_failures.pop(stream.id, None)
-        try:
-            self._hooks.checkpoint_written(stream, time, self._position())
-        except Exception as exc:
-            # Without its record the checkpoint cannot be relied on, and neither can any
-            # record after it: stop, loudly.
-            self.halt(
-                f"writing the metadata record for the checkpoint of {stream.label}", exc, time
-            )
-            return
-        info = self._checkpoint_info(stream, time, seconds=seconds)
-        self._bus.post("onCheckpointCompleted", info)
-
-    def _checkpoint_failed(
-        self, stream: StateStream, time: Time, error: BaseException, attempts: int
-    ) -> None:
-        n = self._checkpoint_failures.get(stream.id, 0) + 1
-        self._checkpoint_failures[stream.id] = n
-        info = self._checkpoint_info(
-            stream,
-            time,
-            attempts=attempts,
-            error=f"{type(error).__name__}: {error}",
-            consecutive_failures=n,
-        )
-        self._bus.post("onCheckpointFailed", info)
-        limit = self._settings.max_checkpoint_failures
-        if n >= limit:
-            self.halt(
-                f"checkpointing {stream.label} ({n} checkpoints in a row, the limit "
-                f"settings.max_checkpoint_failures={limit}; its lineage would grow without "
-                "bound)",
-                error,
-                time,
-            )
-
     # ---- generating intervals -----------------------------------------------------------------
     def _generate(self, time: Time) -> None:
         """Generate ``time`` now, or defer it behind the backlog bound (in order)."""
@@ -450,41 +390,27 @@ class JobScheduler:
     def _generate_now(self, time: Time) -> None:
         began = _time.perf_counter()
         jobs = self._graph.generate_jobs(time)
-        outputs = {j.output_index: OutputOperationInfo(time, j.output_index, j.label) for j in jobs}
-        # As Spark's: the batch's output operations are listed from its submission on.
-        info = BatchInfo(
-            time,
-            self._clock.now().ms,
-            output_operations=_in_order(outputs),
-            backlog=len(self._deferred),
-        )
-        batch = _Batch(time, jobs, info, pending=len(jobs), outputs=outputs)
+        batch = Batch.submitted(time, jobs, self._clock.now().ms, len(self._deferred))
         with self._done:
             self._batches[time] = batch
             self._last_generated = time
         # Before any job runs: the metadata journal records which input this interval reads
         # before any of its output can happen.
         self._hooks.batch_generated(time, self._position())
-        self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(info))
+        self._bus.post("onBatchSubmitted", StreamingListenerBatchSubmitted(batch.info))
         for job in jobs:
             self._jobs.submit(job)
         self.stats.generate_s.append(_time.perf_counter() - began)
         if self._tentative is not None:
-            self._tentative.interval_generated(time)
+            self._tentative.on_generated(time)
         if not jobs:
             self._complete_in_order()
 
     # ---- jobs and batches -----------------------------------------------------------------
     def _job_started(self, time: Time, index: int, at_ms: int) -> None:
         batch = self._batches[time]
-        if batch.work_began_s is None:
-            batch.work_began_s = _time.monotonic()
-        op = replace(batch.outputs[index], start_ms=at_ms)
-        batch.outputs[index] = op
-        if batch.info.processing_start_ms is None:
-            batch.info = replace(
-                batch.info, processing_start_ms=at_ms, output_operations=_in_order(batch.outputs)
-            )
+        op, first = batch.output_started(index, at_ms)
+        if first:
             self._bus.post("onBatchStarted", StreamingListenerBatchStarted(batch.info))
         self._bus.post("onOutputOperationStarted", StreamingListenerOutputOperationStarted(op))
 
@@ -500,16 +426,9 @@ class JobScheduler:
                 "dstream: %s at batch %s cancelled by stop()", batch.outputs[index].label, time
             )
             return
-        op = replace(
-            batch.outputs[index],
-            end_ms=at_ms,
-            failure=None if error is None else str(error).splitlines()[0],
-            attempts=attempts,
-        )
-        batch.outputs[index] = op
+        op = batch.output_finished(index, at_ms, error, attempts)
         self._bus.post("onOutputOperationCompleted", StreamingListenerOutputOperationCompleted(op))
         if error is not None:
-            batch.failed = True
             if self._halted is not None:
                 pass  # fenced, or halted meanwhile: that error is the one reported
             elif self._settings.on_failed_interval == "halt":
@@ -525,10 +444,7 @@ class JobScheduler:
                 )
                 log.debug("%s", error)
                 self._on_error(error)
-        batch.pending -= 1
         if batch.pending == 0:
-            batch.finished_at_ms = at_ms
-            batch.work_ended_s = _time.monotonic()
             self._complete_in_order()
 
     def _complete_in_order(self) -> None:
@@ -542,26 +458,9 @@ class JobScheduler:
             self._complete(batch, batch.finished_at_ms)
         self._generate_deferred()
 
-    def _complete(self, batch: _Batch, at_ms: int | None = None) -> None:
+    def _complete(self, batch: Batch, at_ms: int | None = None) -> None:
         began = _time.perf_counter()
-        now = self._clock.now().ms if at_ms is None else at_ms
-        records = {s.id: s.take_record_count(batch.time) for s in self._graph.inputs}
-        metadata = {s.id: m for s in self._graph.inputs if (m := s.input_metadata(batch.time))}
-        batch.info = replace(
-            batch.info,
-            processing_start_ms=batch.info.processing_start_ms or now,
-            processing_end_ms=now,
-            work_ms=(
-                0
-                if batch.work_began_s is None or batch.work_ended_s is None
-                else round((batch.work_ended_s - batch.work_began_s) * 1000)
-            ),
-            input_records=records,
-            input_metadata=metadata,
-            output_operations=_in_order(batch.outputs),
-            # Before the interval's metadata record: the dead-letter file comes first.
-            quarantined=self._graph.quarantine.harvest(batch.time),
-        )
+        batch.complete_info(self._graph, self._clock.now().ms if at_ms is None else at_ms)
         for job in batch.jobs:
             if job.release is not None:
                 job.release()
@@ -583,7 +482,7 @@ class JobScheduler:
                 self._recent_work.append(batch.info.work_ms)
             self._done.notify_all()
         if self._tentative is not None:
-            self._tentative.interval_completed(batch.time)
+            self._tentative.on_completed(batch.time)
         self.stats.complete_s.append(_time.perf_counter() - began)
 
     def active(self) -> tuple[list[dict[str, Any]], int]:
@@ -593,26 +492,9 @@ class JobScheduler:
         with self._done:
             batches = [self._batches[t] for t in sorted(self._batches)]
             deferred = len(self._deferred)
-        rows = []
-        for b in batches:
-            started = b.info.processing_start_ms
-            rows.append(
-                {
-                    "batchId": b.time.ms,
-                    "batchTime": human_time(b.time),
-                    "status": "queued" if started is None else "processing",
-                    "submittedAt": human_time(b.info.submission_ms),
-                    "outputsDone": len(b.jobs) - b.pending,
-                    "outputsTotal": len(b.jobs),
-                }
-            )
-        return rows, deferred
+        return [b.active_row() for b in batches], deferred
 
     # for tests and the shell
     def running_batches(self) -> list[Any]:
         with self._done:
             return sorted(self._batches)
-
-
-def _in_order(outputs: dict[int, OutputOperationInfo]) -> tuple[OutputOperationInfo, ...]:
-    return tuple(outputs[i] for i in sorted(outputs))

@@ -30,14 +30,14 @@ from dstream.errors import ContextStateError
 from dstream.functions import UserFunction, call_site
 from dstream.streams.copartitioned import memory_only
 from dstream.streams.fidelity import Loss
-from dstream.streams.tentative import current as current_pass
+from dstream.streams.tentative_pass import current as current_pass
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
 
     from dstream.streams.graph import DStreamGraph
-    from dstream.streams.tentative import TentativePass
+    from dstream.streams.tentative_pass import TentativePass
 
 T = TypeVar("T")
 
@@ -270,7 +270,7 @@ class DStreamCore(Generic[T]):
 
     def _get_or_compute(self, time: Time) -> RDD[T] | None:
         """The RDD of ``time``, computed once and then remembered (inside a tentative pass, a
-        stream the failure reaches gets the pass's RDD instead: dstream.streams.tentative)."""
+        stream the failure reaches gets the pass's RDD instead: dstream.streams.tentative_pass)."""
         with self._lock:
             tentative = current_pass()
             if tentative is not None and self._id in tentative.affected:
@@ -287,7 +287,7 @@ class DStreamCore(Generic[T]):
                 self._generated[time] = rdd
             return rdd
 
-    # ---- tentative results (dstream.streams.tentative) ------------------------------------------
+    # ---- tentative results (dstream.streams.tentative_pass) --------------------------------------
     # How the loss of a tentative RDD follows from its parents' (dstream.streams.fidelity).
     _loss_rule: ClassVar[str] = "mix"
 
@@ -298,7 +298,7 @@ class DStreamCore(Generic[T]):
     def _tentative_loss_in(self, time: Time, tentative: TentativePass, rdd: RDD[T]) -> Loss:
         """The loss of ``rdd``, this stream's RDD of ``time`` in a tentative pass: its
         parents' by this operator's rule."""
-        from dstream.streams.tentative import combine
+        from dstream.streams.tentative_pass import combine
 
         parents = [tentative.loss(p, t) for p, t in self._loss_parents(time)]
         return combine(self._loss_rule, parents, rdd.getNumPartitions())

@@ -19,8 +19,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dstream.streams.base import DStreamCore
+from dstream.streams.graph_pickle import dumps_graph, loads_graph
 from dstream.streams.quarantine import Quarantine
-from dstream.streams.tentative import TentativeNotes
+from dstream.streams.tentative_pass import TentativeNotes
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from dstream.functions import UserFunction
     from dstream.listener import ListenerBus
     from dstream.scheduler.stretch import ReplayStretch
+    from dstream.services import Services
     from dstream.settings import StreamingSettings
     from dstream.storage.journal import JournalRecord
     from dstream.storage.ownership import Lease
@@ -94,27 +96,19 @@ class DStreamGraph:
         batch_duration: Duration,
         *,
         context: object,
-        sc: SparkContext,
-        clock: Clock,
-        settings: StreamingSettings,
-        bus: ListenerBus,
-        job_group_prefix: str,
+        services: Services,
         runtime: Runtime,
     ) -> None:
         self.batch_duration = batch_duration
         self.context = context  # the user's StreamingContext: stream.context() returns it
-        self.sc = sc
-        self.clock = clock
-        self.settings = settings
-        self.bus = bus
-        self.job_group_prefix = job_group_prefix  # Spark job groups of its jobs start with it
+        self.services = services
         self.runtime = runtime
         # The SQL views of createOrReplaceTempView (dstream.api.queries keeps them here,
         # made with the first one).
         self.views: object | None = None
         # Records set aside under bad_records="quarantine" (dstream.streams.quarantine).
         self.quarantine = Quarantine(self)
-        # What state merge tasks report for tentative results (dstream.streams.tentative).
+        # What state merge tasks report for tentative results (dstream.streams.tentative_pass).
         self.tentative = TentativeNotes(self)
         _graphs[context] = weakref.ref(self)
         self.streams: list[DStreamCore[Any]] = []
@@ -127,6 +121,28 @@ class DStreamGraph:
         # While a replay computes stretches of intervals as one job
         # (dstream.scheduler.stretch.ReplayStretch); None otherwise.
         self.stretch: ReplayStretch | None = None
+
+    # ---- the services, as every node reads them ---------------------------------------------
+    @property
+    def sc(self) -> SparkContext:
+        return self.services.sc
+
+    @property
+    def clock(self) -> Clock:
+        return self.services.clock
+
+    @property
+    def settings(self) -> StreamingSettings:
+        return self.services.settings
+
+    @property
+    def bus(self) -> ListenerBus:
+        return self.services.bus
+
+    @property
+    def job_group_prefix(self) -> str:
+        """Spark job groups of the program's jobs start with it."""
+        return self.services.job_group_prefix
 
     def check_can_add(self, what: str) -> None:
         """Raise unless streams and outputs may still be added (before start())."""
@@ -142,21 +158,33 @@ class DStreamGraph:
         """How long every output keeps its RDDs (``ssc.remember``; None: as they need)."""
         return self._remember_duration
 
-    def adopt(
-        self,
-        streams: list[DStreamCore[Any]],
-        inputs: list[int],
-        outputs: list[int],
-        remember: Duration | None,
-    ) -> None:
-        """Run a saved program (a restarted driver's, from the metadata journal) in place of
-        the one the code defined: ``inputs`` and ``outputs`` index ``streams``; each stream
-        takes this graph's services and lock (it already names this graph, unless the record
-        predates streams' graph)."""
-        self.streams = list(streams)
-        self.inputs = [cast("InputNode", streams[i]) for i in inputs]
-        self.outputs = [cast("OutputDStream", streams[i]) for i in outputs]
-        self._remember_duration = remember
+    # ---- the program saved and restored: one symmetric pair ------------------------------------
+    def snapshot(self) -> bytes:
+        """The program, for the metadata journal: its streams (with the functions they run),
+        which of them are inputs and outputs, and the remember duration. This graph, its
+        user's context and the SparkContext are saved as references, bound again by
+        :meth:`restore` (:mod:`dstream.streams.graph_pickle`)."""
+        return dumps_graph(
+            {
+                "streams": self.streams,
+                "inputs": [s.id for s in self.inputs],
+                "outputs": [s.id for s in self.outputs],
+                "remember": self._remember_duration,
+            },
+            self,
+        )
+
+    def restore(self, snapshot: bytes) -> None:
+        """Run the program :meth:`snapshot` saved (a restarted driver's, from the metadata
+        journal) in place of the one the code defined; each stream takes this graph's
+        services and lock (it already names this graph, unless the record predates streams'
+        graph)."""
+        saved = loads_graph(snapshot, self)
+        streams: list[DStreamCore[Any]] = list(saved["streams"])
+        self.streams = streams
+        self.inputs = [cast("InputNode", streams[i]) for i in saved["inputs"]]
+        self.outputs = [cast("OutputDStream", streams[i]) for i in saved["outputs"]]
+        self._remember_duration = saved["remember"]
         for stream in self.streams:
             stream.bind(self)
 

@@ -22,7 +22,7 @@ from dstream.streams.copartitioned import memory_only, partition_by, sectioned_u
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
 from dstream.streams.state_base import StateStream
-from dstream.streams.tentative import substitution
+from dstream.streams.tentative_pass import substitution
 from dstream.tasks import approx_state
 from dstream.tasks.approx_state import (
     ApproxTask,
@@ -31,7 +31,7 @@ from dstream.tasks.approx_state import (
     drop_meta,
     merge_approximate,
 )
-from dstream.tasks.quarantine import StateNotes
+from dstream.tasks.bad_record_notes import StateNotes
 from dstream.tasks.state_merge import merge_update_state, sections
 from dstream.tasks.track_state import (
     SnapshotRef,
@@ -50,7 +50,7 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.streams.tentative import Saved, StateChain
+    from dstream.streams.tentative_pass import Saved, StateChain
 
 __all__ = ["StateDStream", "TaggedEvents", "TrackDStream", "TrackView"]
 

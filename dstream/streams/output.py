@@ -106,7 +106,7 @@ class OutputDStream(DStreamCore[Any]):
     ) -> None:
         super().__init__(parent.graph, [parent], name=name, user_functions=user_functions)
         self._fn = fn
-        # Tentative results while a loss is recovered (dstream.scheduler.tentative): None
+        # Tentative results while a loss is recovered (dstream.scheduler.recovery_episodes): None
         # follows StreamingSettings.tentative_outputs. tentative_fn delivers one (None: this
         # output gives none); priority weighs it in the replica budget's plan (PPA's).
         self._tentative_wanted = tentative

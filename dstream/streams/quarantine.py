@@ -1,6 +1,6 @@
 """Bad records set aside (``StreamingSettings(bad_records="quarantine")``), on the driver.
 
-Tasks note the records their user functions raised on (:mod:`dstream.tasks.quarantine`) in
+Tasks note the records their user functions raised on (:mod:`dstream.tasks.bad_record_notes`) in
 one accumulator per program. When an interval completes, the engine *harvests* what its
 tasks noted: the records are counted in the interval's ``BatchInfo``, progress record and
 Streaming tab, kept for ``ssc.quarantined()`` (the newest :data:`KEEP`), and, when the
@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dstream.storage.filesystem import filesystem_for
-from dstream.tasks.quarantine import Noted, QuarantineParam, Slot
+from dstream.tasks.bad_record_notes import Noted, QuarantineParam, Slot
 from dstream.time import Time
 
 if TYPE_CHECKING:

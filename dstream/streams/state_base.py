@@ -34,13 +34,13 @@ from dstream.streams.copartitioned import memory_only
 from dstream.streams.elastic_state import ElasticState
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule
-from dstream.streams.tentative import Ledger, Saved, section_counter
+from dstream.streams.tentative_pass import Ledger, Saved, section_counter
 from dstream.time import Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.streams.tentative import StateChain, TentativePass
+    from dstream.streams.tentative_pass import StateChain, TentativePass
 
 __all__ = ["StateStream"]
 
@@ -243,7 +243,7 @@ class StateStream(ElasticState):
         """What a policy that restores from copies journals and reports (approximateRecovery)."""
         return None
 
-    # ---- tentative results (dstream.streams.tentative) ------------------------------------------
+    # ---- tentative results (dstream.streams.tentative_pass) --------------------------------------
     _loss_rule = "state"
 
     def _tentative_step(

@@ -123,7 +123,7 @@ class RecordsDStream(DStreamCore[Any]):
     """A per-record operator (map, flatMap, filter, mapValues, flatMapValues): one
     ``mapPartitions`` over the parent's RDD of each interval. Under
     ``bad_records="quarantine"`` a record ``fn`` raises on is set aside, not passed on
-    (:mod:`dstream.tasks.quarantine`)."""
+    (:mod:`dstream.tasks.bad_record_notes`)."""
 
     KINDS = ("map", "flatMap", "filter", "mapValues", "flatMapValues")
     _loss_rule = "narrow"
@@ -152,7 +152,7 @@ class RecordsDStream(DStreamCore[Any]):
         quarantine = self._graph.quarantine
         if not quarantine.active:
             return rdd.mapPartitions(self._failing, self._preserves)
-        from dstream.tasks.quarantine import quarantining
+        from dstream.tasks.bad_record_notes import quarantining
 
         acc = quarantine.accumulator()
         task = quarantining(self._kind, self._uf.fn, self._uf.label, time.ms, acc, self._id)

@@ -27,7 +27,7 @@ from dstream.streams.copartitioned import (
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import partition_of, regroup_partitions
 from dstream.streams.state_base import StateStream
-from dstream.streams.tentative import substitution
+from dstream.streams.tentative_pass import substitution
 from dstream.streams.window_spec import WindowSpec, entering, window_times
 from dstream.tasks.state_merge import combine_locally, fold_window, regroup_window
 from dstream.time import Duration, Time
@@ -35,7 +35,7 @@ from dstream.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from dstream.streams.tentative import Saved, StateChain
+    from dstream.streams.tentative_pass import Saved, StateChain
 
 __all__ = ["ReducedWindowedDStream", "WindowedDStream"]
 

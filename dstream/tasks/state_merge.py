@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dstream.tasks.quarantine import StateNotes
+    from dstream.tasks.bad_record_notes import StateNotes
 
 __all__ = [
     "SectionMark",

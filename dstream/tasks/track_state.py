@@ -45,7 +45,7 @@ from dstream.tasks.approx_state import (
 )
 
 if TYPE_CHECKING:
-    from dstream.tasks.quarantine import StateNotes
+    from dstream.tasks.bad_record_notes import StateNotes
 
 __all__ = [
     "SnapshotRef",

@@ -77,7 +77,7 @@ def test_without_the_shim_the_program_runs_and_says_what_is_missing(
     h: Harness = harness()
     seen: list[list[int]] = []
     h.ssc.queueStream([[1, 2]]).foreachRDD(lambda rdd: seen.append(rdd.collect()))
-    with caplog.at_level(logging.WARNING, logger="dstream.scheduler.engine"):
+    with caplog.at_level(logging.WARNING, logger="dstream.scheduler.controllers"):
         h.ssc.start()
     assert f"dstream JVM shim jar not found at {missing}" in caplog.text
     assert "build it with `make shim`" in caplog.text

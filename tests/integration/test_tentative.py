@@ -21,7 +21,7 @@ import pytest
 from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
 from dstream.jvm import invoke_static, shim_class
 from dstream.scheduler.engine import engine_of
-from dstream.scheduler.tentative import TentativeController
+from dstream.scheduler.recovery_episodes import TentativeController
 from dstream.streams.keyed_state import StateDStream
 
 T0 = 1_700_000_000_000

@@ -52,7 +52,7 @@ def test_nothing_lost_is_fidelity_one_and_empty_rates_do_not_divide_by_zero() ->
 
 
 def test_a_states_ledger_counts_only_the_intervals_up_to_the_state_asked_for() -> None:
-    from dstream.streams.tentative import Ledger
+    from dstream.streams.tentative_pass import Ledger
 
     ledger = Ledger()
     for t, n in ((2000, 10), (4000, 20)):

@@ -1,4 +1,4 @@
-"""Setting bad records aside inside tasks (dstream.tasks.quarantine): pure logic, no Spark."""
+"""Setting bad records aside inside tasks (dstream.tasks.bad_record_notes): pure logic, no Spark."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dstream.tasks.quarantine import (
+from dstream.tasks.bad_record_notes import (
     MAX_SAMPLES,
     Noted,
     QuarantineParam,

@@ -1,14 +1,16 @@
 """Tentative, then exact: answers while a lost executor's state is recomputed (PPA's tentative
 outputs and partially active replication, its Sec. 3-6, on D-Streams).
 
-When an executor goes, the :class:`TentativeController` (on a thread of its own) asks the
-block manager master which partitions of each state's newest exact interval are gone. If the
+When an executor goes, the :class:`TentativeController` (a handler of the scheduler's event
+loop: :class:`~dstream.scheduler.events.ExecutorLost`, ``LossRecheck``, and each interval
+generated and completed; its Spark jobs run on a worker thread of its own) asks the block
+manager master which partitions of each state's newest exact interval are gone. If the
 recomputation will take longer than an interval (the lineage since the state's checkpoint
 times the recent interval cost, for the share lost), a *recovery episode* starts:
 
 - every interval not completed yet gets a tentative result of each output the loss reaches
   (``StreamingSettings(tentative_outputs=True)`` or ``tentative=True``): computed by a
-  :class:`~dstream.streams.tentative.TentativePass` from what survived, its fidelity (PPA's
+  :class:`~dstream.streams.tentative_pass.TentativePass` from what survived, its fidelity (PPA's
   Eq. 4) in the RDD handed to the output and in ``onTentativeOutput``; later tentative states
   build on earlier ones, so each costs one interval's work;
 - those jobs run in the fair-scheduler pool ``dstream-tentative`` (weight 10), the exact
@@ -27,36 +29,33 @@ partition with a copy is not lost with its executor, for the tentative and the e
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import queue
 import statistics
 import threading
-import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
 from dstream.recovery.compatibility import left_out
-from dstream.scheduler.coordinator import given_names
+from dstream.scheduler.events import ExecutorLost, LossRecheck
 from dstream.scheduler.replicas import Candidate, plan
-from dstream.streams.fidelity import output_fidelity
+from dstream.scheduler.tentative_results import TentativeResults, ancestors, run_in_pool
 from dstream.streams.keyed_state import StateDStream
-from dstream.streams.tentative import StateChain, TentativePass
+from dstream.streams.tentative_pass import StateChain
 from dstream.streams.windowed import ReducedWindowedDStream
 from dstream.time import Time
 
 if TYPE_CHECKING:
-    from pyspark import RDD, SparkContext
-
-    from dstream.clock import Clock
-    from dstream.listener import ListenerBus
     from dstream.scheduler.scheduler import JobScheduler
+    from dstream.services import Services
     from dstream.streams.base import DStreamCore
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import OutputDStream
     from dstream.streams.state_base import StateStream
 
-__all__ = ["EXACT_POOL", "PLAN_EVERY", "TENTATIVE_POOL", "TentativeController"]
+__all__ = ["EXACT_POOL", "PLAN_EVERY", "TENTATIVE_POOL", "ReplicaBudget", "TentativeController"]
 
 log = logging.getLogger(__name__)
 
@@ -67,40 +66,47 @@ _SETTLE_S, _SETTLE_TRIES = 0.2, 15
 
 
 class TentativeController:
+    """Recovery episodes, as a handler of the scheduler's loop: the ``on_*`` methods run on
+    the loop and only decide (they look at the block manager master, never sleep and run no
+    job); the tentative passes, their deliveries and the replica plans run in order on the
+    controller's worker thread, the recomputation of what was lost on a thread of its own."""
+
     def __init__(
         self,
         graph: DStreamGraph,
-        sc: SparkContext,
+        services: Services,
         *,
-        clock: Clock,
-        bus: ListenerBus,
-        group_prefix: str,
         capacity: Callable[[], tuple[int, int]] = lambda: (1, 1),
     ) -> None:
         self._graph = graph
         # (executors alive, the most there have been): a loss leaves fewer to recompute on.
         self._capacity = capacity
-        self._sc = sc
-        self._clock = clock
-        self._bus = bus
-        self._prefix = group_prefix
+        self._sc = services.sc
+        self._prefix = services.job_group_prefix
         self._settings = graph.settings
         self._scheduler: JobScheduler | None = None
-        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._worker: ThreadPoolExecutor | None = None
         self._fair = False
         # The episode: per state its chain, the streams the loss reaches, pins to release.
         self._chains: dict[int, StateChain] = {}
         self._affected: set[int] = set()
         self._pins: list[tuple[DStreamCore[Any], Time]] = []
         self._emitted: set[int] = set()
+        # What an episode begun with no interval pending recomputes after the first
+        # tentative results of the next one (the first results go first, as ever).
+        self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
         self._completed: set[int] = set()
         self._recovering = threading.Event()
-        self._since_plan = 0
+        self._results = TentativeResults(graph, services)
+        self._replicas = ReplicaBudget(graph, self._states, self._tentative_outputs)
         self.episodes = 0
-        self.delivered: list[TentativeOutputInfo] = []  # the newest 1000 (tests, the shell)
 
     # ---- lifecycle and hooks (any thread) -----------------------------------------------------
+    @property
+    def delivered(self) -> list[TentativeOutputInfo]:
+        """The newest 1000 tentative results delivered (tests, the shell)."""
+        return self._results.delivered
+
     @property
     def recovering(self) -> bool:
         """A recovery episode is on: the exact jobs run in the low-weight pool."""
@@ -123,56 +129,58 @@ class TentativeController:
                     "tentative result waits behind the recomputation it stands in for; start "
                     "it with spark.scheduler.mode=FAIR"
                 )
-        self._thread = threading.Thread(target=self._run, name="dstream-tentative", daemon=True)
-        self._thread.start()
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="dstream-tentative")
 
     def stop(self) -> None:
-        self._events.put(("stop", None))
-        if self._thread is not None:
-            self._thread.join()
-        self._end_episode()
+        """After the scheduler's loop stopped: the worker finishes what it runs (what waits
+        is dropped), then the episode's pins and cached states are released."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=True, cancel_futures=True)
+        pins, chains = self._take_episode()
+        self._release(pins, chains)
 
     def executor_lost(self, executor_id: str) -> None:
-        self._events.put(("lost", executor_id))
+        """Any thread (the executor monitor's): posted to the scheduler's loop."""
+        if self._scheduler is not None:
+            self._scheduler.post(ExecutorLost(executor_id))
 
-    def interval_generated(self, time: Time) -> None:
-        self._events.put(("generated", time))
+    # ---- the loop's handlers: they decide, the worker runs the jobs ---------------------------
+    def on_lost(self, executor: str, look: int) -> None:
+        self._guarded(self._on_lost, executor, look)
 
-    def interval_completed(self, time: Time) -> None:
-        self._events.put(("completed", time))
+    def on_recheck(
+        self, executor: str, found: Mapping[int, tuple[Time, frozenset[int]]], done: Time | None
+    ) -> None:
+        self._guarded(self._on_late, executor, dict(found), done)
 
-    # ---- the thread ---------------------------------------------------------------------------
-    def _run(self) -> None:
-        while True:
-            kind, value = self._events.get()
-            if kind == "stop":
-                return
-            try:
-                if kind == "lost":
-                    self._on_lost(value)
-                elif kind == "late":
-                    self._on_late(*value)
-                elif kind == "generated" and self._chains:
-                    self._emit(value)
-                elif kind == "completed":
-                    self._on_completed(value)
-            except Exception:
-                log.exception("tentative outputs: handling %s %s failed", kind, value)
+    def on_generated(self, time: Time) -> None:
+        if self._chains and self._guarded(self._want, time):
+            waits, self._recovery_waits = self._recovery_waits, None
+            if waits is None:
+                self._submit(self._emit, time)
+            else:
+                self._submit(self._first_results, [time], waits)
+
+    def on_completed(self, time: Time) -> None:
+        self._guarded(self._on_completed, time)
+
+    def _guarded(self, handler: Callable[..., Any], *args: Any) -> Any:
+        """A failure of a handler is logged: tentative results are best effort, the loop and
+        the exact results go on."""
+        try:
+            return handler(*args)
+        except Exception:
+            log.exception("tentative outputs: %s%s failed", handler.__name__, args)
+            return None
+
+    def _submit(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work`` on the worker thread, after what was submitted before."""
+        if self._worker is None:
+            return
+        with contextlib.suppress(RuntimeError):  # stopped: nothing runs any more
+            self._worker.submit(self._guarded, work, *args)
 
     # ---- which states and outputs -------------------------------------------------------------
-    def _downstream(self, roots: set[int]) -> set[int]:
-        children: dict[int, list[int]] = {}
-        for s in self._graph.streams:
-            for p in s.parents:
-                children.setdefault(p.id, []).append(s.id)
-        seen, todo = set(roots), list(roots)
-        while todo:
-            for child in children.get(todo.pop(), ()):
-                if child not in seen:
-                    seen.add(child)
-                    todo.append(child)
-        return seen
-
     def _tentative_outputs(self) -> list[OutputDStream]:
         return [o for o in self._graph.outputs if o.gives_tentative]
 
@@ -188,33 +196,23 @@ class TentativeController:
         return [s for s in self._graph.streams if isinstance(s, StateStream) and self._capable(s)]
 
     # ---- a loss -------------------------------------------------------------------------------
-    def _lost_partitions(self, state: StateStream) -> tuple[Time, frozenset[int]] | None:
-        from dstream.streams.surviving import copies
-
-        try:
-            exact_time = state.latest_time()
-        except Exception:
-            return None  # no interval completed yet
-        rdd = state.state_rdd(exact_time)
-        if rdd is None:
-            return None
-        held = copies(rdd)
-        return exact_time, frozenset(p for p, n in enumerate(held) if n == 0)
-
-    def _on_lost(self, executor: str) -> None:
+    def _on_lost(self, executor: str, look: int = 0) -> None:
         outputs = self._tentative_outputs()
         if not outputs:
             return
         found: dict[int, tuple[Time, frozenset[int]]] = {}
-        for _ in range(_SETTLE_TRIES):  # the master forgets the executor's blocks soon after
-            for state in self._states():
-                held = self._lost_partitions(state)
-                if held is not None and held[1]:
-                    found[state.id] = held
-            if found:
-                break
-            _time.sleep(_SETTLE_S)
+        for state in self._states():
+            held = lost_partitions(state)
+            if held is not None and held[1]:
+                found[state.id] = held
         if not found:
+            # The master forgets the executor's blocks soon after: look again, later.
+            if look + 1 < _SETTLE_TRIES and self._scheduler is not None:
+                again = ExecutorLost(executor, look + 1)
+                timer = threading.Timer(_SETTLE_S, self._scheduler.post, [again])
+                timer.daemon = True
+                timer.start()
+                return
             log.info("tentative outputs: executor %s held no state that is lost", executor)
             return
         if self._chains:  # a loss during an episode: what the chains started from lost more
@@ -239,7 +237,8 @@ class TentativeController:
                 estimate,
                 batch,
             )
-            timer = threading.Timer(batch, self._events.put, [("late", (executor, found, done))])
+            recheck = LossRecheck(executor, found, done)
+            timer = threading.Timer(batch, self._scheduler.post, [recheck])
             timer.daemon = True
             timer.start()
             return
@@ -296,7 +295,7 @@ class TentativeController:
         estimate: float,
     ) -> None:
         by_id = {s.id: s for s in self._graph.streams}
-        affected = self._downstream(set(found))
+        affected = downstream(self._graph, set(found))
         chains: dict[int, StateChain] = {}
         with self._graph.lock:
             for state in self._states():
@@ -315,7 +314,7 @@ class TentativeController:
                 for s in self._graph.streams
                 if s.id in affected and s.is_state and s.id not in chains
             }
-            self._affected = affected - self._downstream(blocked)
+            self._affected = affected - downstream(self._graph, blocked)
         self._chains = chains
         self._emitted, self._completed = set(), set()
         self._recovering.set()
@@ -328,27 +327,35 @@ class TentativeController:
             lost_text,
             estimate,
         )
-        # The first tentative results go first: the recovery's long tasks would otherwise
-        # hold the executors that are left (a fair scheduler picks by pool only as a task
-        # ends). Then the lost partitions are recomputed, while later intervals get theirs.
-        recovery = threading.Thread(
-            target=self._recover, args=(dict(found),), name="dstream-recovery", daemon=True
-        )
         assert self._scheduler is not None
-        pending = self._scheduler.pending()
-        if pending:
-            self._emit(pending[0])
+        wanted = [t for t in self._scheduler.pending() if self._want(t)]
+        if wanted:
+            self._submit(self._first_results, wanted, dict(found))
+        else:  # the next interval's first tentative results go first
+            self._recovery_waits = dict(found)
+
+    def _first_results(
+        self, times: list[Time], found: dict[int, tuple[Time, frozenset[int]]]
+    ) -> None:
+        """On the worker. The first tentative results go first: the recovery's long tasks
+        would otherwise hold the executors that are left (a fair scheduler picks by pool
+        only as a task ends). Then the lost partitions are recomputed, while later intervals
+        get theirs."""
+        recovery = threading.Thread(
+            target=self._recover, args=(found,), name="dstream-recovery", daemon=True
+        )
+        self._emit(times[0])
         recovery.start()
-        for time in pending[1:]:
+        for time in times[1:]:
             self._emit(time)
 
     def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:
         """Recompute the lost partitions, the states carrying the most weighted fidelity
         first; a state that is back feeds later tentative results exactly."""
         by_id = {s.id: s for s in self._states()}
-        weights = self._weights()
+        weights = self._replicas.weights()
         order = sorted(found, key=lambda sid: -weights.get(sid, 0.0))
-        _pool(self._sc, EXACT_POOL if self._fair else None)
+        run_in_pool(self._sc, EXACT_POOL if self._fair else None)
         for sid in order:
             exact_time, lost = found[sid]
             state = by_id[sid]
@@ -369,129 +376,42 @@ class TentativeController:
             log.info("tentative outputs: %s recovered its lost partitions", state.label)
 
     # ---- one interval's tentative results -----------------------------------------------------
-    def _emit(self, time: Time) -> None:
+    def _want(self, time: Time) -> bool:
+        """On the loop: whether ``time`` gets tentative results (then it is counted as
+        emitted, and the worker computes them)."""
         if time.ms in self._emitted or time.ms in self._completed:
-            return
+            return False
         if all(c.recovered or not c.lost for c in self._chains.values()):
             # Every lost partition is back: the exact results follow without a recomputation.
             self._end_episode()
             log.info("tentative outputs: every lost partition is back at %s", time)
-            return
+            return False
         assert self._scheduler is not None
         if time not in self._scheduler.pending():
-            return
+            return False
         self._emitted.add(time.ms)
+        return True
+
+    def _emit(self, time: Time) -> None:
+        """On the worker: ``time``'s tentative results, in the episode as it is now (none if
+        it ended, or if the exact results of ``time`` all came first)."""
+        chains, affected = self._chains, self._affected
+        assert self._scheduler is not None
+        if not chains or time not in self._scheduler.pending():
+            return
         # An output whose exact result of ``time`` came first gives no tentative one (its
         # gate drops one that gets there later; this only saves computing it).
         outputs = [
             o
             for o in self._tentative_outputs()
-            if o.id in self._affected and not o.tentative_closed(time)
+            if o.id in affected and not o.tentative_closed(time)
         ]
-        built: list[tuple[OutputDStream, RDD[Any]]] = []
-        with self._graph.lock:
-            tentative = TentativePass(self._graph, time, self._affected, self._chains)
-            with tentative:
-                for out in outputs:
-                    try:
-                        rdd = tentative.rdd(out, time)
-                    except Exception as exc:
-                        log.warning("tentative result of %s at %s: %s", out.label, time, exc)
-                        continue
-                    if rdd is not None:
-                        built.append((out, rdd))
-        _pool(self._sc, TENTATIVE_POOL if self._fair else None)
-        self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
-        self._read_back(tentative, time)
-        # Each result's fidelity from the partitions its states lacked (known only now).
-        prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
-        with self._graph.lock, tentative:
-            for out, rdd in built:
-                try:
-                    fidelity = output_fidelity(tentative.loss(out, time))
-                except Exception as exc:
-                    log.warning("tentative result of %s at %s: %s", out.label, time, exc)
-                    continue
-                prepared.append((out, rdd, fidelity, self._lost_of(out)))
-        for out, rdd, fidelity, lost in prepared:
-            view = _marked(rdd, time, fidelity)
-            try:
-                if not out.deliver_tentative(time, view):
-                    log.info(
-                        "tentative result of %s at %s dropped: its exact result came first",
-                        out.label,
-                        time,
-                    )
-                    continue
-            except Exception as exc:
-                log.warning("tentative result of %s at %s failed: %s", out.label, time, exc)
-                continue
-            now = self._clock.now().ms
-            info = TentativeOutputInfo(
-                time,
-                out.output_index,
-                out.label,
-                fidelity,
-                lost,
-                int(_time.time() * 1000),
-                now - time.ms,
-                out.priority,
-            )
-            self.delivered = [*self.delivered[-999:], info]
-            self._bus.post("onTentativeOutput", info)
-        for older in tentative.superseded:  # read by this interval's results, not again
-            older.unpersist(blocking=False)
-
-    def _read_back(self, tentative: TentativePass, time: Time) -> None:
-        """Compute the tentative states ``tentative`` read from the blocks that survived
-        (cached: the outputs' jobs then read them) and take the partitions their tasks
-        found lost into the chains. The controller looked the lost blocks up when the first
-        executor's loss was reported; a second executor killed at the same time may be
-        reported later (after this interval's tentative result, the first one), while its
-        blocks are already gone when the tasks read them."""
-        notes = self._graph.tentative
-        by_id = {s.id: s for s in self._graph.streams}
-        changed = False
-        for sid, rdd in tentative.read_back:
-            try:
-                rdd._jrdd.count()  # the JVM side, cached: no record shipped to Python
-            except Exception as exc:
-                log.info("tentative outputs: computing a tentative state failed: %s", exc)
-                continue
-            found = notes.lost_blocks(sid, time)
-            chain = self._chains.get(sid)
-            if chain is None or not found - chain.lost:
-                continue
-            more = found - chain.lost
-            log.info(
-                "tentative outputs: %s also lost partitions %s (found by the tasks at %s)",
-                by_id[sid].label,
-                sorted(more),
-                time,
-            )
-            chain.lost = chain.lost | more
-            chain.missing.update({p: [] for p in more})
-            chain.recovered = False
-            changed = True
-        if changed:
-            tentative.reassess()
-
-    def _lost_of(self, out: OutputDStream) -> dict[str, list[int]]:
-        by_id = {s.id: s for s in self._graph.streams}
-        named = given_names(self._graph.streams)
-        upstream = {p.id for p in _ancestors(out)}
-        return {
-            named.get(sid) or by_id[sid].label: sorted(c.lost)
-            for sid, c in self._chains.items()
-            if sid in upstream and c.lost and not c.recovered
-        }
+        self._results.emit(time, outputs, affected, chains, TENTATIVE_POOL if self._fair else None)
 
     # ---- the exact pipeline -------------------------------------------------------------------
     def _on_completed(self, time: Time) -> None:
-        self._since_plan += 1
-        if self._since_plan >= PLAN_EVERY and self._settings.replica_budget_mb > 0:
-            self._since_plan = 0
-            self._plan_replicas()
+        if self._replicas.due():
+            self._submit(self._replicas.plan)
         if not self._chains:
             return
         self._completed.add(time.ms)
@@ -506,31 +426,70 @@ class TentativeController:
             log.info("tentative outputs: the exact results caught up at %s", time)
 
     def _end_episode(self) -> None:
+        """On the loop: the episode is over; its pins and cached tentative states are
+        released on the worker, after the tentative results it may still be computing."""
+        pins, chains = self._take_episode()
+        if pins or chains:
+            self._submit(self._release, pins, chains)
+
+    def _take_episode(self) -> tuple[list[tuple[DStreamCore[Any], Time]], dict[int, StateChain]]:
+        pins, chains = self._pins, self._chains
         with self._graph.lock:
-            for stream, t in self._pins:
+            self._pins, self._chains, self._affected = [], {}, set()
+        self._recovery_waits = None
+        self._recovering.clear()
+        return pins, chains
+
+    def _release(
+        self, pins: list[tuple[DStreamCore[Any], Time]], chains: dict[int, StateChain]
+    ) -> None:
+        with self._graph.lock:
+            for stream, t in pins:
                 stream.unpin(t)
-            self._pins = []
-            for chain in self._chains.values():
+            for chain in chains.values():
                 if chain.newest is not None:
                     chain.newest[1].unpersist(blocking=False)
-            self._chains, self._affected = {}, set()
-        self._recovering.clear()
 
-    # ---- the replica budget -------------------------------------------------------------------
-    def _weights(self) -> dict[int, float]:
+
+class ReplicaBudget:
+    """The replica budget (``replica_budget_mb``): every :data:`PLAN_EVERY` intervals, which
+    state partitions get a second in-memory copy (:mod:`dstream.scheduler.replicas` plans
+    it), weighted by the priorities of the tentative outputs each state reaches."""
+
+    def __init__(
+        self,
+        graph: DStreamGraph,
+        states: Callable[[], list[StateStream]],
+        outputs: Callable[[], list[OutputDStream]],
+    ) -> None:
+        self._graph = graph
+        self._settings = graph.settings
+        self._states = states
+        self._outputs = outputs
+        self._since_plan = 0
+
+    def due(self) -> bool:
+        """One more interval completed: whether a plan is due."""
+        self._since_plan += 1
+        if self._since_plan >= PLAN_EVERY and self._settings.replica_budget_mb > 0:
+            self._since_plan = 0
+            return True
+        return False
+
+    def weights(self) -> dict[int, float]:
         """Each state's weight: the priorities of the tentative outputs it reaches."""
         weights: dict[int, float] = {}
-        for out in self._tentative_outputs():
+        for out in self._outputs():
             priority = out.priority if self._settings.replica_priorities else 1
-            for stream in _ancestors(out):
+            for stream in ancestors(out):
                 if stream.is_state:
                     weights[stream.id] = weights.get(stream.id, 0.0) + priority
         return weights
 
-    def _plan_replicas(self) -> None:
+    def plan(self) -> None:
         from dstream.streams.surviving import sizes
 
-        weights = self._weights()
+        weights = self.weights()
         candidates: list[Candidate] = []
         for state in self._states():
             if state.id not in weights:
@@ -558,30 +517,32 @@ class TentativeController:
         )
 
 
-def _pool(sc: SparkContext, name: str | None) -> None:
-    """Run this thread's next jobs in the fair-scheduler pool ``name`` (None: the default)."""
-    sc.setLocalProperty("spark.scheduler.pool", name)  # type: ignore[arg-type]
-
-
-def _ancestors(stream: DStreamCore[Any]) -> list[DStreamCore[Any]]:
-    seen: dict[int, DStreamCore[Any]] = {}
-    todo = [stream]
-    while todo:
-        s = todo.pop()
+def downstream(graph: DStreamGraph, roots: set[int]) -> set[int]:
+    """The streams ``roots`` reach, ``roots`` included (by id)."""
+    children: dict[int, list[int]] = {}
+    for s in graph.streams:
         for p in s.parents:
-            if p.id not in seen:
-                seen[p.id] = p
-                todo.append(p)
-    return list(seen.values())
+            children.setdefault(p.id, []).append(s.id)
+    seen, todo = set(roots), list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
 
 
-def _marked(rdd: RDD[Any], time: Time, fidelity: float) -> RDD[Any]:
-    """A new RDD object over ``rdd``'s data, marked as a tentative result."""
-    from pyspark import RDD
+def lost_partitions(state: StateStream) -> tuple[Time, frozenset[int]] | None:
+    """The newest exact interval of ``state`` and the partitions of it no executor holds
+    (None: no interval completed yet, or its state is not remembered)."""
+    from dstream.streams.surviving import copies
 
-    view: RDD[Any] = RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
-    view.partitioner = rdd.partitioner
-    view.tentative = True  # type: ignore[attr-defined]
-    view.fidelity = fidelity  # type: ignore[attr-defined]
-    view.interval = time  # type: ignore[attr-defined]
-    return view
+    try:
+        exact_time = state.latest_time()
+    except Exception:
+        return None  # no interval completed yet
+    rdd = state.state_rdd(exact_time)
+    if rdd is None:
+        return None
+    held = copies(rdd)
+    return exact_time, frozenset(p for p, n in enumerate(held) if n == 0)
