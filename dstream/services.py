@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from dstream.listener import ListenerBus
     from dstream.settings import StreamingSettings
 
-__all__ = ["Services"]
+__all__ = ["Services", "UsesServices"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +27,31 @@ class Services:
     settings: StreamingSettings
     bus: ListenerBus
     job_group_prefix: str
+
+
+class UsesServices:
+    """The services, read as attributes of the object that holds them (the engine, the
+    graph every node reads them from)."""
+
+    services: Services
+
+    @property
+    def sc(self) -> SparkContext:
+        return self.services.sc
+
+    @property
+    def clock(self) -> Clock:
+        return self.services.clock
+
+    @property
+    def settings(self) -> StreamingSettings:
+        return self.services.settings
+
+    @property
+    def bus(self) -> ListenerBus:
+        return self.services.bus
+
+    @property
+    def job_group_prefix(self) -> str:
+        """Spark job groups of the program's jobs start with it."""
+        return self.services.job_group_prefix

@@ -47,7 +47,7 @@ from dstream.scheduler.progress import ProgressTracker
 from dstream.scheduler.recovery_episodes import TentativeController
 from dstream.scheduler.scheduler import JobScheduler
 from dstream.scheduler.webui import attach_web_ui
-from dstream.services import Services
+from dstream.services import Services, UsesServices
 from dstream.settings import StreamingSettings
 from dstream.storage.filesystem import filesystem_for, join
 from dstream.storage.journal import CheckpointDirectoryError, MetadataJournal
@@ -78,7 +78,7 @@ def engine_of(context: object) -> Engine:
     return cast(Engine, graph_of(context).runtime)
 
 
-class Engine:
+class Engine(UsesServices):
     """One streaming program's engine: its graph, listener bus and everything ``start()``
     starts. ``context`` is the user's StreamingContext (saved by reference with the program,
     returned by ``stream.context()``)."""
@@ -123,28 +123,6 @@ class Engine:
         self._section_marks: SectionMarks | None = None
         self.progress = ProgressTracker(self)
         self.bus.add(self.progress)
-
-    # ---- the services ------------------------------------------------------------------------
-    @property
-    def sc(self) -> SparkContext:
-        return self.services.sc
-
-    @property
-    def clock(self) -> Clock:
-        return self.services.clock
-
-    @property
-    def settings(self) -> StreamingSettings:
-        return self.services.settings
-
-    @property
-    def bus(self) -> ListenerBus:
-        return self.services.bus
-
-    @property
-    def job_group_prefix(self) -> str:
-        """Spark job groups of this program's jobs start with this."""
-        return self.services.job_group_prefix
 
     # ---- what the streams ask of the running engine (dstream.streams.graph.Runtime) ---------
     def check_can_add(self, what: str) -> None:

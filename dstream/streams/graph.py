@@ -18,6 +18,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from dstream.services import Services, UsesServices
 from dstream.streams.base import DStreamCore
 from dstream.streams.graph_pickle import dumps_graph, loads_graph
 from dstream.streams.quarantine import Quarantine
@@ -25,14 +26,10 @@ from dstream.streams.tentative_pass import TentativeNotes
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
-    from pyspark import RDD, SparkContext
+    from pyspark import RDD
 
-    from dstream.clock import Clock
     from dstream.functions import UserFunction
-    from dstream.listener import ListenerBus
     from dstream.scheduler.stretch import ReplayStretch
-    from dstream.services import Services
-    from dstream.settings import StreamingSettings
     from dstream.storage.journal import JournalRecord
     from dstream.storage.ownership import Lease
     from dstream.streams.copartitioned import SectionMarks
@@ -88,7 +85,7 @@ def graph_of(context: object) -> DStreamGraph:
     return graph
 
 
-class DStreamGraph:
+class DStreamGraph(UsesServices):
     """One program's streams, and what they need to run (see the module's docstring)."""
 
     def __init__(
@@ -121,28 +118,6 @@ class DStreamGraph:
         # While a replay computes stretches of intervals as one job
         # (dstream.scheduler.stretch.ReplayStretch); None otherwise.
         self.stretch: ReplayStretch | None = None
-
-    # ---- the services, as every node reads them ---------------------------------------------
-    @property
-    def sc(self) -> SparkContext:
-        return self.services.sc
-
-    @property
-    def clock(self) -> Clock:
-        return self.services.clock
-
-    @property
-    def settings(self) -> StreamingSettings:
-        return self.services.settings
-
-    @property
-    def bus(self) -> ListenerBus:
-        return self.services.bus
-
-    @property
-    def job_group_prefix(self) -> str:
-        """Spark job groups of the program's jobs start with it."""
-        return self.services.job_group_prefix
 
     def check_can_add(self, what: str) -> None:
         """Raise unless streams and outputs may still be added (before start())."""
