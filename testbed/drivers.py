@@ -25,6 +25,7 @@ __all__ = [
     "DriverProcess",
     "LocalStorage",
     "Storage",
+    "run_module",
     "wait_for",
     "wait_for_kill_point",
 ]
@@ -221,3 +222,24 @@ def wait_for_kill_point(storage: Storage, kind: str, rng: random.Random) -> None
         wait_for(lambda: commit_in_progress(storage), 120, "a commit", storage.poll_s)
     else:
         raise ValueError(f"kill point {kind!r} is not one of {KILL_POINTS}")
+
+
+def run_module(
+    module: str, args: list[str], timeout_s: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` from the repository's root, as a driver of its own (its own
+    JVM), with its output captured: for a test's program that kills itself with SIGKILL."""
+    root = APP.parents[1]
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={
+            **os.environ,
+            "PYSPARK_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+        },
+        check=False,
+    )

@@ -5,40 +5,26 @@ committed is not written again, and nothing staged is left."""
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dstream import StreamingContext, Time
+from testbed.drivers import run_module
 from tests.replay_case import T0, B, interval_dirs, staging_left, stateless, write_inputs
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def driver(
     indir: Path, out: Path, end_ms: int, kill_after: int
 ) -> subprocess.CompletedProcess[str]:
     args = [str(indir), str(out), str(T0), str(end_ms), "--kill-after", str(kill_after)]
-    return subprocess.run(
-        [sys.executable, "-m", "tests.replay_case", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
-            "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        },
-        check=False,
-    )
+    return run_module("tests.replay_case", args)
 
 
 def test_a_replay_killed_mid_stretch_and_run_again_commits_each_interval_once(

@@ -9,22 +9,19 @@ the restart's first interval. Every interval's totals equal a run without the ki
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dstream import ManualClock, StreamingContext
+from testbed.drivers import run_module
 from tests.integration.test_recovery import T0, B, expected_outputs, outputs
 from tests.rescale_case import INTERVALS, advance, partition_counts, program, write_inputs
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 KILL_AFTER = 5
 
 
@@ -38,19 +35,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     write_inputs(root / "in")
     args = [str(root / d) for d in ("in", "out", "ckpt")]
     args += ["--rescale-before", "3", "--kill-after", str(KILL_AFTER)]
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.rescale_case", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
-            "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        },
-        check=False,
-    )
+    done = run_module("tests.rescale_case", args)
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
     assert partition_counts(root / "out") == [4, 4, 8, 8, 8]
     copy = tmp_path_factory.mktemp("rescale-at-kill")
