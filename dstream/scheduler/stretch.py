@@ -12,7 +12,10 @@ tentative) whose lineage is a ``textFileStream`` (local file system), per-record
 (``map``, ``flatMap``, ``filter``, ``mapValues``, ``flatMapValues``) and at most one
 ``reduceByKey`` right under the output; nothing persisted, remembered or windowed, and
 ``bad_records="fail"``. Anything else replays one interval at a time, as live
-(:func:`stretchable` says why, and the replay logs it).
+(:func:`stretchable` says why, and the replay logs it). The stretch reads that lineage as
+the plan each node declares (:meth:`~dstream.streams.base.DStreamCore.plan_step`:
+:class:`~dstream.streams.plan.PerRecord`, :class:`~dstream.streams.plan.KeyedReduce`,
+:class:`~dstream.streams.plan.ReadsTextLines`), never by a node's class or fields.
 
 How, at interval t (on the job generator's thread, before the interval's inputs):
 
@@ -53,14 +56,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dstream.sources.base import KeyedCounts
-from dstream.sources.file_readers import read_text
-from dstream.sources.files import FileInputDStream
 from dstream.storage.commits import commit_interval, interval_path
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.paths import qualify, split_uri
 from dstream.storage.taskfs import LocalTaskFiles
 from dstream.streams.output import Job, OutputDStream
-from dstream.streams.transformed import RecordsDStream, TransformedDStream
+from dstream.streams.plan import KeyedReduce, PerRecord, ReadsTextLines, TextLinesSource
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class Stretchable:
     """One output's lineage in a form one job can run over many intervals."""
 
     output: OutputDStream
-    source: FileInputDStream
+    source: TextLinesSource
     steps: tuple[Callable[[Iterable[Any]], Iterable[Any]], ...]
     reduce: tuple[Callable[[Any, Any], Any], int] | None
     prefix: str
@@ -160,25 +161,34 @@ def _lineage(output: OutputDStream, batch: Duration) -> Stretchable | str:
     prefix, suffix = target
     node = output.parents[0]
     reduce = None
-    if isinstance(node, TransformedDStream) and node.keyed_reduce is not None:
+    if isinstance(step := node.plan_step(), KeyedReduce):
         if (why := _plain(node, batch)) is not None:
             return why
-        reduce = node.keyed_reduce
+        reduce = (step.func, step.partitions)
         node = node.parents[0]
+    # The plan each node declares, from the output up to its source (STYLE: no node's class
+    # or fields are read here).
     steps: list[Callable[[Iterable[Any]], Iterable[Any]]] = []
-    while isinstance(node, RecordsDStream):
-        if (why := _plain(node, batch)) is not None:
-            return why
-        steps.append(node.partition_function)
-        node = node.parents[0]
-    if not isinstance(node, FileInputDStream) or node.reader is not read_text:
-        return f"{output.label} reads {node.label}, not textFileStream through per-record operators"
-    if (why := _plain(node, batch)) is not None:
-        return why
+    while True:
+        match node.plan_step():
+            case PerRecord(fn):
+                if (why := _plain(node, batch)) is not None:
+                    return why
+                steps.append(fn)
+                node = node.parents[0]
+            case ReadsTextLines(source):
+                if (why := _plain(node, batch)) is not None:
+                    return why
+                break
+            case _:
+                return (
+                    f"{output.label} reads {node.label}, not textFileStream through per-record "
+                    "operators"
+                )
     graph = output.graph
-    if not _local(node.directory, graph) or not _local(prefix, graph):
+    if not _local(source.directory, graph) or not _local(prefix, graph):
         return f"{output.label} reads or writes a file system other than the local one"
-    return Stretchable(output, node, tuple(reversed(steps)), reduce, prefix, suffix)
+    return Stretchable(output, source, tuple(reversed(steps)), reduce, prefix, suffix)
 
 
 def stretchable(graph: DStreamGraph) -> list[Stretchable] | str:

@@ -37,6 +37,7 @@ from dstream.sources.file_readers import (
 from dstream.sources.file_selection import Selection, select_new_files, settled_at_restart
 from dstream.storage.filesystem import FileInfo, filesystem_for
 from dstream.storage.paths import split_uri
+from dstream.streams.plan import PlanStep, ReadsTextLines
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -194,6 +195,9 @@ class FileInputDStream(InputDStream):
     def reader(self) -> Callable[..., Any]:
         """How a batch's files become an RDD (text lines, binary records, ...)."""
         return self._reader
+
+    def plan_step(self) -> PlanStep | None:
+        return ReadsTextLines(self) if self._reader is read_text else None
 
     def recorded_files(self, time: Time) -> list[str] | None:
         """The files interval ``time`` read, if they are on record (None: not chosen yet, or

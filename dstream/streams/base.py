@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pyspark import RDD, StorageLevel
 
     from dstream.streams.graph import DStreamGraph
+    from dstream.streams.plan import PlanStep
     from dstream.streams.tentative_pass import TentativePass
 
 T = TypeVar("T")
@@ -194,6 +195,11 @@ class DStreamCore(Generic[T]):
     def set_checkpoint_target(self, state: DStreamCore[Any] | None) -> None:
         """Say which state stream is behind this one (see :attr:`checkpoint_target`)."""
         self._checkpoint_target = state
+
+    def plan_step(self) -> PlanStep | None:
+        """What one interval of this node does, in a form a plan over many intervals can
+        run (:mod:`dstream.streams.plan`); None: computed interval by interval."""
+        return None
 
     def remembered_rdd(self, time: Time) -> RDD[T] | None:
         """The RDD of ``time`` if this node still remembers it; never computes one."""

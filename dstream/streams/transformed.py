@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dstream.errors import UserFunctionError
 from dstream.functions import QUARANTINE_ADVICE, UserFunction
 from dstream.streams.base import DStreamCore
+from dstream.streams.plan import KeyedReduce, PerRecord, PlanStep
 from dstream.time import Time
 
 if TYPE_CHECKING:
@@ -62,6 +63,11 @@ class TransformedDStream(DStreamCore[Any]):
     def keyed_reduce(self) -> tuple[Callable[[Any, Any], Any], int] | None:
         """reduceByKey's (func, numPartitions) if this transform is one (None otherwise)."""
         return self._keyed_reduce
+
+    def plan_step(self) -> PlanStep | None:
+        if self._keyed_reduce is None:
+            return None
+        return KeyedReduce(*self._keyed_reduce)
 
     def mark_keyed_reduce(self, func: Callable[[Any, Any], Any], num_partitions: int) -> None:
         """Say that this transform is ``reduceByKey(func, num_partitions)``: a replay may
@@ -144,6 +150,9 @@ class RecordsDStream(DStreamCore[Any]):
     def partition_function(self) -> Callable[[Iterable[Any]], Iterable[Any]]:
         """What this operator does to one partition's records (under bad_records="fail")."""
         return self._failing
+
+    def plan_step(self) -> PlanStep | None:
+        return PerRecord(self._failing)
 
     def _compute(self, time: Time) -> RDD[Any] | None:
         rdd = self._parents[0]._get_or_compute(time)

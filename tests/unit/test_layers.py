@@ -247,3 +247,14 @@ def test_no_class_is_over_400_lines() -> None:
                 if lines > CLASS_LINE_CAP:
                     over.append(f"{name} ({lines} lines)")
     assert not over, f"classes over {CLASS_LINE_CAP} lines; split each by responsibility: {over}"
+
+
+def test_the_replay_stretch_reads_the_plan_nodes_declare_not_their_classes() -> None:
+    """dstream.scheduler.stretch runs a stretch of intervals from each node's plan_step()
+    (dstream.streams.plan); it imports no node class to match lineage against (it matched
+    FileInputDStream, RecordsDStream and TransformedDStream and read their fields)."""
+    path = ROOT / "scheduler" / "stretch.py"
+    nodes = {"dstream.sources.files", "dstream.streams.transformed", "dstream.streams.keyed_state"}
+    imported = {module for _line, module in _runtime_imports(path)}
+    assert not imported & nodes, sorted(imported & nodes)
+    assert "dstream.streams.plan" in imported
