@@ -25,7 +25,7 @@ from dstream.jvm import resolve_hot_classes
 from dstream.listener import StreamingListener
 from dstream.scheduler.engine import Engine
 from dstream.scheduler.recovery import recover, set_up
-from dstream.scheduler.replay import replay
+from dstream.scheduler.replay_clock import replay
 from dstream.settings import StreamingSettings
 from dstream.sources.files import (
     FileInputDStream,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
     from dstream.scheduler.monitor import ExecutorMonitor
-    from dstream.scheduler.replay import ReplayReport
+    from dstream.scheduler.replay_clock import ReplayReport
     from dstream.streams.quarantine import QuarantinedRecord
 
 __all__ = ["StreamingContext"]

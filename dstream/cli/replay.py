@@ -1,5 +1,5 @@
 """``dstream replay APP.py --from T --to T``: an unchanged program over existing input (see
-:mod:`dstream.scheduler.replay`). The program runs on its own thread on the replay's clock;
+:mod:`dstream.scheduler.replay_clock`). The program runs on its own thread on the replay's clock;
 this thread moves the clock through the intervals and then stops the program gracefully."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 from dstream.cli.program import Program, ProgramError
 from dstream.clock import programs_use
-from dstream.scheduler.replay import ReplayPlan
+from dstream.scheduler.replay_clock import ReplayPlan
 
 __all__ = ["run_replay"]
 

@@ -13,7 +13,7 @@ import pytest
 
 from dstream import ManualClock, StreamingContext, StreamingListener, Time
 from dstream.scheduler.engine import engine_of
-from dstream.scheduler.replay import parse_speed
+from dstream.scheduler.replay_clock import parse_speed
 from tests.replay_case import interval_dirs, staging_left, stateless, write_inputs
 
 B = 1000

@@ -218,7 +218,6 @@ SHARED_MODULE_NAMES = {
     "client",  # kafka/client.py and receiver/client.py: each connector's client
     "source",  # kafka/source.py and receiver/source.py: each connector's input node
     "protocol",  # receiver/protocol.py (wire) and streams/protocol.py (node protocol)
-    "replay",  # cli/replay.py (the `dstream replay` command) and scheduler/replay.py (plans)
 }
 
 
