@@ -28,8 +28,15 @@ def main() -> int:
     p.add_argument("--down", type=int, default=36, help="rescale 8 -> 4 after this interval")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--rate", type=int, default=2000)
+    p.add_argument("--executors", type=int, default=3, help="local-cluster's executors")
     args = p.parse_args()
-    common = dict(intervals=args.intervals, rate=args.rate, state_partitions=4, checkpoint=10)
+    common = dict(
+        intervals=args.intervals,
+        rate=args.rate,
+        state_partitions=4,
+        checkpoint=10,
+        executors=args.executors,
+    )
     fixed = runs("keyed", ["0"] * args.repeats, **common)
     rescales = ["--rescale", f"8@{args.up}", "--rescale", f"4@{args.down}"]
     kills = ["--also-kill-at", str(args.down + 2)]
@@ -62,7 +69,7 @@ def main() -> int:
             }
         )
     plot(
-        RESULTS / "rescale.png",
+        RESULTS / ("rescale.png" if args.executors == 3 else f"rescale-{args.executors}x.png"),
         f"keyed WordCount: 4 -> 8 after {args.up}, 8 -> 4 after {args.down}",
         {
             "no rescale": series(fixed[0]),
@@ -71,8 +78,14 @@ def main() -> int:
         },
         at["4 -> 8"],
     )
-    result = {"rows": rows, "killed_series": series(killed), "fixed_series": series(fixed[0])}
-    (RESULTS / "rescale.json").write_text(json.dumps(result, indent=1) + "\n")
+    result = {
+        "executors": args.executors,
+        "rows": rows,
+        "killed_series": series(killed),
+        "fixed_series": series(fixed[0]),
+    }
+    name = "rescale.json" if args.executors == 3 else f"rescale-{args.executors}x.json"
+    (RESULTS / name).write_text(json.dumps(result, indent=1) + "\n")
     print(
         "| rescale | interval | without rescale (median) | rescale interval (median) | "
         "each run | ratio | 3 intervals later | with kills |"
