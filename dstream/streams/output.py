@@ -58,15 +58,18 @@ class DeliveryGate:
         self._exact_upto: int | None = None  # the newest interval whose exact result began
         self._busy: set[int] = set()  # intervals whose tentative delivery is under way
 
+    def _closed(self, time_ms: int) -> bool:  # (under the lock)
+        return self._exact_upto is not None and time_ms <= self._exact_upto
+
     def closed(self, time_ms: int) -> bool:
         """The exact result of ``time_ms`` was (or is being) delivered: no tentative one."""
         with self._cond:
-            return self._exact_upto is not None and time_ms <= self._exact_upto
+            return self._closed(time_ms)
 
     def tentative(self, time_ms: int, deliver: Callable[[], None]) -> bool:
         """Run ``deliver`` unless the exact result of ``time_ms`` came first; False: dropped."""
         with self._cond:
-            if self._exact_upto is not None and time_ms <= self._exact_upto:
+            if self._closed(time_ms):
                 return False
             self._busy.add(time_ms)
         try:
