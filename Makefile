@@ -57,6 +57,7 @@ kafka:
 peers: setup kafka
 	bash scripts/install-peers.sh
 	bash jvm-shim/kafka/build.sh connector
+	bash jvm-shim/kafka/build.sh flink
 
 # Headless Chromium from Debian's packages, for tests/browser (quiet when already installed).
 browser:

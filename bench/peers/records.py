@@ -16,9 +16,15 @@ records ``[n * count, (n + 1) * count)`` with its event time patched in, so the 
 The workloads, and what each system writes (see bench/peers/programs/README.md):
 
 - ``grep``: per event second, how many records contain :data:`PATTERN` (``g`` lines);
-- ``total``: per key, the running sum of the values (``t`` lines, the newest total).
+- ``total``: per key, the running sum of the values (``t`` lines, the newest total);
+- ``wordcount``: per word, its count over a :data:`WINDOW_MS` window sliding by the interval
+  (``w`` lines, one per word and window), the words being each record's text after its
+  prefix (:func:`words`), as bench/paper/throughput.py's WordCount;
+- ``topk``: the :data:`TOP` most frequent words over the same window (``k`` lines, one per
+  word of the top and window), as bench/paper/throughput.py's TopK.
 
-:func:`oracle` computes both in plain Python from the bytes written.
+:func:`oracle` computes them in plain Python from the bytes written (the windowed ones: the
+counts over all records, which one window holds when the input is shorter than a window).
 """
 
 from __future__ import annotations
@@ -32,13 +38,19 @@ import numpy as np
 from dstream.sources.textgen import generate_lines
 
 __all__ = [
+    "KINDS",
     "LINE_BYTES",
     "PATTERN",
+    "PREFIX",
+    "TOP",
+    "WINDOW_MS",
     "WORKLOADS",
     "Oracle",
     "Pool",
     "oracle",
     "parse",
+    "top",
+    "words",
 ]
 
 RECORD_BYTES = 100
@@ -46,13 +58,27 @@ LINE_BYTES = RECORD_BYTES + 1
 TS_DIGITS = 13
 PREFIX = TS_DIGITS + 1 + 7 + 1 + 1 + 1  # "TTTTTTTTTTTTT kKKKKKK V "
 PATTERN = "kato"  # as bench/paper/throughput_systems.py: in ~2 % of the records
-WORKLOADS = ("grep", "total")
+WORKLOADS = ("grep", "total", "wordcount", "topk")
+KINDS = {"grep": "g", "total": "t", "wordcount": "w", "topk": "k"}  # each one's output lines
+WINDOW_MS = 30_000  # WordCount's and TopK's window, sliding by the interval
+TOP = 10
 CHUNK = 10_000
 
 
 def parse(line: str) -> tuple[int, str, int]:
     """``(event time ms, key, value)`` of one record."""
     return int(line[:13]), line[14:21], int(line[22])
+
+
+def words(line: str) -> list[str]:
+    """The words of one record: its text after the prefix, split on whitespace."""
+    return line[PREFIX:].split()
+
+
+def top(counts: dict[str, int], k: int = TOP) -> list[tuple[str, int]]:
+    """The ``k`` most frequent words, count descending then word ascending (as
+    bench/paper/throughput_systems.py's ``top``)."""
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
 class Pool:
@@ -104,6 +130,7 @@ class Oracle:
     grep: dict[int, int]  # event second -> records containing PATTERN
     total: dict[str, int]  # key -> sum of values
     records: int
+    words: dict[str, int]  # word -> count over every record
 
     def add(self, data: bytes) -> None:
         for raw in data.decode("ascii").splitlines():
@@ -111,11 +138,13 @@ class Oracle:
             if PATTERN in raw:
                 self.grep[ts // 1000] = self.grep.get(ts // 1000, 0) + 1
             self.total[key] = self.total.get(key, 0) + value
+            for w in raw[PREFIX:].split():
+                self.words[w] = self.words.get(w, 0) + 1
             self.records += 1
 
 
 def oracle(files: list[bytes]) -> Oracle:
-    o = Oracle({}, {}, 0)
+    o = Oracle({}, {}, 0, {})
     for data in files:
         o.add(data)
     return o

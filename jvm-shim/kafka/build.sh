@@ -4,6 +4,8 @@
 #                                            testbed/kafka.py runs kafka.Kafka from target/lib
 #   bash jvm-shim/kafka/build.sh connector   Spark's Structured Streaming Kafka source, for
 #                                            bench/inputs/kafka.py only (connector/target/lib)
+#   bash jvm-shim/kafka/build.sh flink       Flink's Kafka connector, for bench/peers's PyFlink
+#                                            programs (flink/target/lib)
 # Idempotent: a no-op when target/lib is newer than the pom and this script.
 set -euo pipefail
 
@@ -11,7 +13,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 case "${1:-broker}" in
   broker) module="$here" ;;
   connector) module="$here/connector" ;;
-  *) echo "build.sh: unknown part '$1' (broker or connector)" >&2; exit 2 ;;
+  flink) module="$here/flink" ;;
+  *) echo "build.sh: unknown part '$1' (broker, connector or flink)" >&2; exit 2 ;;
 esac
 target="$module/target"
 stamp="$target/.built"

@@ -50,3 +50,39 @@ def test_back_on_schedule_is_the_first_line_after_which_all_are_within_the_bound
     assert back_on_schedule(outs, killed_ms=100, bound_ms=100) == 700
     assert back_on_schedule(outs, killed_ms=100, bound_ms=1000) == 150
     assert back_on_schedule(outs[:5], killed_ms=100, bound_ms=100) is None
+
+
+def test_windowed_lines_name_their_window_and_one_window_is_one_latency() -> None:
+    from bench.peers.outputs import windows
+
+    lines = ["w 30000 kato 3 1500", "w 30000 mi 2 1900", "2> w 31000 kato 1 1900", "k 31000 mi 4 1"]
+    outs = [o for o in (parse_line(x, 2000 + i) for i, x in enumerate(lines)) if o is not None]
+    assert [o.window for o in outs] == ["30000", "30000", "31000", "31000"]
+    assert windows(o for o in outs if o.kind == "w") == {
+        "30000": {"kato": 3, "mi": 2},
+        "31000": {"kato": 1},
+    }
+    # w 30000: read 2001 - newest 1900; w 31000: 2002 - 1900; k 31000: 2003 - 1.
+    assert sorted(latency_summary(outs)[k] for k in ("p50_ms", "max_ms")) == [102, 2002]
+
+
+def test_wordcount_is_judged_on_the_fullest_window() -> None:
+    from bench.peers.outputs import judge_window
+
+    lines = ["w 1 a 1 0", "w 2 a 3 0", "w 2 b 1 0", "w 3 a 2 0"]
+    outs = [o for o in (parse_line(x, 0) for x in lines) if o is not None]
+    assert judge_window(outs, {"a": 3, "b": 1}).ok
+    assert judge_window(outs, {"a": 3, "b": 2}).lost == 1
+
+
+def test_topk_is_exact_but_for_ties_at_the_last_place() -> None:
+    from bench.peers.outputs import judge_top
+
+    want = {"a": 5, "b": 4, "c": 3, "d": 3, "e": 1}
+    tie = [
+        o for o in (parse_line(f"k 9 {w} {c} 0", 0) for w, c in [("a", 5), ("b", 4), ("d", 3)]) if o
+    ]
+    assert judge_top(tie, want, 3).ok  # c or d: either is a top 3
+    wrong = [o for o in (parse_line(f"k 9 {w} {c} 0", 0) for w, c in [("a", 5), ("e", 1)]) if o]
+    v = judge_top(wrong, want, 3)
+    assert (v.exact, v.unexpected, v.lost) == (1, 1, 1) and not v.ok

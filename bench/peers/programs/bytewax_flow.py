@@ -2,7 +2,11 @@
 stateful, resumable input partition that reads each new file of the watched directory once
 (its snapshot: the files read), ``filter``/``key_on`` in Python, Grep as ``count``-like
 ``reduce_window`` per event second over 1 s tumbling windows of system time, the running
-total as ``stateful_map`` (one updated total per record). Results on stdout, whole lines.
+total as ``stateful_map`` (one updated total per record), WordCount as ``reduce_window`` per
+word over sliding windows of system time (``--window-ms`` sliding by the interval), TopK the
+same counts keyed by window into a ``stateful`` step that collects a window's counts and, a
+quarter interval after the first (``notify_at``), prints its top words. Results on stdout,
+whole lines.
 Recovery (``--checkpoint-ms`` > 0): snapshots every epoch into a recovery directory
 (``bytewax.recovery`` partitions), the epoch being ``--checkpoint-ms``.
 Runs in build/peers-venv (bytewax), ``--parallelism`` worker threads in one process."""
@@ -19,10 +23,14 @@ from pathlib import Path
 from bytewax import operators as op
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
+from bytewax.operators import StatefulLogic
 from bytewax.operators import windowing as win
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
 PATTERN = "kato"  # bench/peers/records.py's
+PREFIX = 24  # bench/peers/records.py's: a record's words start here
+TOP = 10
+ALIGN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class _DirPartition(StatefulSourcePartition[str, list[str]]):
@@ -82,9 +90,79 @@ class DirSource(FixedPartitionedSource[str, list[str]]):
         return _DirPartition(self.directory, resume_state)
 
 
-def build(workload: str, directory: str, interval_ms: int) -> Dataflow:
+class _TopOfWindow(StatefulLogic[tuple[str, int, int], str, dict[str, tuple[int, int]]]):
+    """One window's ``(word, count, newest)`` collected until ``wait`` after the first, then
+    its ``TOP`` words (count descending, word ascending) as ``k`` lines."""
+
+    def __init__(self, window: str, words: dict[str, tuple[int, int]] | None, wait: timedelta):
+        self.window = window
+        self.words = dict(words or {})
+        self.wait = wait
+        self.due: datetime | None = None
+
+    def on_item(self, value: tuple[str, int, int]) -> tuple[list[str], bool]:
+        if self.due is None:
+            self.due = datetime.now(UTC) + self.wait
+        self.words[value[0]] = (value[1], value[2])
+        return [], StatefulLogic.RETAIN
+
+    def on_notify(self) -> tuple[list[str], bool]:
+        best = sorted(self.words.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP]
+        return [f"k {self.window} {w} {c} {ts}" for w, (c, ts) in best], StatefulLogic.DISCARD
+
+    def notify_at(self) -> datetime | None:
+        return self.due
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        return dict(self.words)
+
+
+def windowed(lines, workload: str, interval_ms: int, window_ms: int):  # type: ignore[no-untyped-def]
+    """WordCount's ``w`` lines or TopK's ``k`` lines over sliding windows of system time."""
+    words = op.flat_map(
+        "words", lines, lambda line: [(w, int(line[:13])) for w in line[PREFIX:].split()]
+    )
+    keyed = op.map_value("one", op.key_on("word", words, lambda wt: wt[0]), lambda wt: (1, wt[1]))
+    counts = win.reduce_window(
+        "count",
+        keyed,
+        win.SystemClock(),
+        win.SlidingWindower(
+            length=timedelta(milliseconds=window_ms),
+            offset=timedelta(milliseconds=interval_ms),
+            align_to=ALIGN,
+        ),
+        lambda a, b: (a[0] + b[0], max(a[1], b[1])),
+    )
+    if workload == "wordcount":
+        return op.map(
+            "format", counts.down, lambda kv: f"w {kv[1][0]} {kv[0]} {kv[1][1][0]} {kv[1][1][1]}"
+        )
+    by_window = op.map(
+        "by window", counts.down, lambda kv: (str(kv[1][0]), (kv[0], kv[1][1][0], kv[1][1][1]))
+    )
+    wait = timedelta(milliseconds=max(1, interval_ms // 4))
+    tops = op.stateful("top", by_window, lambda window, state: _TopOfWindow(window, state, wait))
+    return op.map("format", tops, lambda kv: kv[1])
+
+
+def build(
+    workload: str,
+    directory: str,
+    interval_ms: int,
+    window_ms: int = 30_000,
+    kafka: tuple[str, str] | None = None,
+) -> Dataflow:
+    """``kafka``: (bootstrap, topic prefix) to read ``<prefix>-in`` and write ``<prefix>-out``
+    through ``bytewax.connectors.kafka`` instead of the directory and stdout."""
     flow = Dataflow(f"peers-{workload}")
-    lines = op.input("in", flow, DirSource(directory))
+    if kafka is not None:
+        from bytewax.connectors.kafka import KafkaSource
+
+        messages = op.input("in", flow, KafkaSource([kafka[0]], [f"{kafka[1]}-in"]))
+        lines = op.map("value", messages, lambda m: m.value.decode())
+    else:
+        lines = op.input("in", flow, DirSource(directory))
     if workload == "grep":
         hits = op.filter("grep", lines, lambda line: PATTERN in line)
         keyed = op.key_on(
@@ -102,6 +180,8 @@ def build(workload: str, directory: str, interval_ms: int) -> Dataflow:
             lambda a, b: (a[0] + b[0], max(a[1], b[1])),
         )
         out = op.map("format", windows.down, lambda kv: f"g {kv[0]} {kv[1][1][0]} {kv[1][1][1]}")
+    elif workload in ("wordcount", "topk"):
+        out = windowed(lines, workload, interval_ms, window_ms)
     else:
         keyed = op.key_on("key", lines, lambda line: line[14:21])
         values = op.map_value("parse", keyed, lambda line: (int(line[22]), int(line[:13])))
@@ -113,18 +193,28 @@ def build(workload: str, directory: str, interval_ms: int) -> Dataflow:
 
         totals = op.stateful_map("total", values, add)
         out = op.map("format", totals, lambda kv: f"t {kv[0]} {kv[1][0]} {kv[1][1]}")
-    op.output("out", out, LinesSink())
+    if kafka is not None:
+        from bytewax.connectors.kafka import KafkaSink, KafkaSinkMessage
+
+        records = op.map("record", out, lambda line: KafkaSinkMessage(None, line.encode()))
+        op.output("out", records, KafkaSink([kafka[0]], f"{kafka[1]}-out"))
+    else:
+        op.output("out", out, LinesSink())
     return flow
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--workload", choices=("grep", "total"), required=True)
+    p.add_argument("--workload", choices=("grep", "total", "wordcount", "topk"), required=True)
+    p.add_argument("--window-ms", type=int, default=30_000, help="WordCount's and TopK's")
     p.add_argument("--input", required=True)
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--parallelism", type=int, default=2)
     p.add_argument("--checkpoint-dir", required=True)
     p.add_argument("--checkpoint-ms", type=int, default=10_000, help="0: recovery off")
+    p.add_argument("--via", choices=("files", "kafka"), default="files")
+    p.add_argument("--bootstrap", help="--via kafka: the broker, host:port")
+    p.add_argument("--topic-prefix", default="peers", help="--via kafka: <prefix>-in, -out")
     args = p.parse_args()
     from bytewax.recovery import RecoveryConfig, init_db_dir
     from bytewax.run import cli_main
@@ -137,7 +227,8 @@ def main() -> int:
             os.makedirs(db)
             init_db_dir(Path(db), 1)
         recovery = RecoveryConfig(Path(db))
-    flow = build(args.workload, args.input, args.interval_ms)
+    kafka = (args.bootstrap, args.topic_prefix) if args.via == "kafka" else None
+    flow = build(args.workload, args.input, args.interval_ms, args.window_ms, kafka)
     print("# started", int(time.time() * 1000), file=sys.stderr, flush=True)
     cli_main(
         flow,
