@@ -161,6 +161,9 @@ def run_resumable(
                 "started": True,
                 "restored": not created,
                 "app_id": sc.applicationId,
+                # With app_id, what names this driver's executors on the machine (two
+                # local-cluster drivers started in the same second share an app id).
+                "driver_port": sc.getConf().get("spark.driver.port"),
                 "startup_s": time.time() - started,
             }
         ),

@@ -212,7 +212,7 @@ def running_executors(app: App) -> dict[str, int]:
     found: dict[str, int] = {}
 
     def up() -> bool:
-        found.update(executor_pids(app.app_id or ""))
+        found.update(executor_pids(app.app_id or "", app.driver_port))
         return bool(found)
 
     wait_for(up, 120, "executors to kill", 0.1)

@@ -94,6 +94,7 @@ class DriverProcess:
         self.started = threading.Event()
         self.restored: list[bool] = []
         self.app_id: str | None = None  # Spark's application id of the running driver
+        self.driver_port: int | None = None  # its spark.driver.port (executors name it)
         self.batches: list[dict[str, Any]] = []  # the running driver's completed intervals
         self._stderr: list[str] = []
         self._stderr_tail: deque[str] = deque(maxlen=400)  # everything, for a failure's report
@@ -124,6 +125,8 @@ class DriverProcess:
                 if event.get("started"):
                     self.restored.append(event["restored"])
                     self.app_id = event.get("app_id")
+                    port = event.get("driver_port")
+                    self.driver_port = None if port is None else int(port)
                     self.started.set()
                 elif "batch_ms" in event:
                     self.batches.append(event)

@@ -62,7 +62,7 @@ def _add(new: list[int], old: int | None) -> int:
 def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
     from dstream.settings import ElasticPolicy, StreamingSettings
-    from testbed.processes import executor_pids
+    from testbed.processes import executor_pids_of
 
     b = args.batch_ms
     policy = ElasticPolicy(
@@ -113,7 +113,7 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
             engine_of(ssc).bus.wait_until_empty(60)  # the policy has seen interval i
             seconds[i] = round(time.monotonic() - began, 2)
             monitor_live[i] = len(monitor.working_executors)
-            ids[i] = sorted(executor_pids(sc.applicationId))
+            ids[i] = sorted(executor_pids_of(sc))
             print(
                 f"interval {i}: {seconds[i]} s (jobs {work.get(i)} ms), "
                 f"{monitor_live[i]} executors, {partitions.get(i)} state partitions, "

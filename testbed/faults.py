@@ -232,9 +232,9 @@ class Slower(threading.Thread):
         self.executor: str | None = None
 
     def run(self) -> None:
-        from testbed.processes import executor_pids
+        from testbed.processes import executor_pids_of
 
-        pids = executor_pids(self.sc.applicationId)
+        pids = executor_pids_of(self.sc)
         self.executor = sorted(pids, key=int)[self.index]
         while not self.done.is_set():
             tree = process_tree(pids[self.executor])  # workers come and go
@@ -301,11 +301,11 @@ def cluster_conf(
 def wait_for_executors(sc: Any, n: int, timeout_s: float = 120) -> None:
     """Until n executors are registered with the driver (a cluster starts them lazily, and
     replaces killed ones within seconds)."""
-    from testbed.processes import executor_pids
+    from testbed.processes import executor_pids_of
 
     deadline = time.monotonic() + timeout_s
     pause = threading.Event()
-    while executor_count(sc) < n or len(executor_pids(sc.applicationId)) < n:
+    while executor_count(sc) < n or len(executor_pids_of(sc)) < n:
         if time.monotonic() > deadline:
             raise RuntimeError(f"fewer than {n} executors registered after {timeout_s} s")
         pause.wait(0.1)
@@ -315,7 +315,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
     from dstream.scheduler.shim import TaskEnd, TaskStart
     from dstream.settings import AvoidancePolicy, StreamingSettings
-    from testbed.processes import executor_pids, standalone_worker_of
+    from testbed.processes import executor_pids_of, standalone_worker_of
 
     how_many, at = kill
     kill_at = {ms * B for ms in [at, *args.also_kill_at]}
@@ -350,7 +350,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     state_bytes: dict[int, dict[str, int]] = {}
 
     def kill_executors() -> None:
-        pids = executor_pids(sc.applicationId)
+        pids = executor_pids_of(sc)
         chosen = sorted(pids, key=int)
         if args.kill_target == "state":
             # The executors holding the previous interval's state (most partitions first).
@@ -485,7 +485,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "outputs": {str(t): v for t, v in sorted(out.items())},
         "saved": saved,
         "processing_ms": {str(t): v for t, v in sorted(processing.items())},
-        "executors_after": sorted(executor_pids(sc.applicationId), key=int),
+        "executors_after": sorted(executor_pids_of(sc), key=int),
         "seconds": time.monotonic() - began,
         "tasks": len(starts),
         "speculative_tasks": sum(e.speculative for e in starts),

@@ -48,7 +48,7 @@ def produce(bootstrap: str, topic: str, count: int, stop: threading.Event, sent:
 def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, StreamingListener, Time
     from dstream.kafka import createDirectStream
-    from testbed.processes import executor_pids
+    from testbed.processes import executor_pids_of
 
     how_many, at = args.kill
     clock = ManualClock(0)
@@ -73,7 +73,7 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
     killed: list[str] = []
 
     def kill_executors() -> None:
-        pids = executor_pids(sc.applicationId)
+        pids = executor_pids_of(sc)
         for executor_id in sorted(pids, key=int)[:how_many]:
             os.kill(pids[executor_id], signal.SIGKILL)
             killed.append(executor_id)
@@ -128,7 +128,7 @@ def run(sc: Any, args: argparse.Namespace, root: str) -> dict[str, Any]:
         "sent": sent,
         "values": {str(t): v for t, v in sorted(values.items())},
         "totals": final,
-        "executors_after": sorted(executor_pids(sc.applicationId), key=int),
+        "executors_after": sorted(executor_pids_of(sc), key=int),
     }
 
 
@@ -141,7 +141,7 @@ def write_with_a_kill(ssc: Any, events: Any, args: argparse.Namespace, killed: l
     from pyspark import TaskContext
 
     from dstream.kafka import saveToKafka
-    from testbed.processes import executor_pids, process_tree
+    from testbed.processes import executor_pids_of, process_tree
 
     _, at = args.kill
     marks = tempfile.mkdtemp(prefix="dstream-writing-")
@@ -167,7 +167,7 @@ def write_with_a_kill(ssc: Any, events: Any, args: argparse.Namespace, killed: l
         while not (found := os.listdir(marks)):
             threading.Event().wait(0.02)  # real time: the write task marks itself
         worker = int(found[0])
-        for executor_id, pid in executor_pids(ssc.sparkContext.applicationId).items():
+        for executor_id, pid in executor_pids_of(ssc.sparkContext).items():
             if worker in process_tree(pid):
                 os.kill(pid, signal.SIGKILL)
                 killed.append(executor_id)

@@ -6,27 +6,44 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["executor_pids", "process_tree", "standalone_worker_of"]
+__all__ = [
+    "driver_port",
+    "executor_pids",
+    "executor_pids_of",
+    "process_tree",
+    "standalone_worker_of",
+]
 
 _EXECUTOR_MAIN: Final = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
 _WORKER_MAIN: Final = b"org.apache.spark.deploy.worker.Worker"
 
 
-def executor_pids(app_id: str, proc: Path = Path("/proc")) -> dict[str, int]:
-    """Maps executor id to the OS pid of its JVM, for executors of ``app_id`` on this host.
+def executor_pids(
+    app_id: str, driver_port: int | None = None, proc: Path = Path("/proc")
+) -> dict[str, int]:
+    """Maps executor id to the OS pid of its JVM, for executors of ``app_id`` on this host
+    whose driver listens on ``driver_port``.
 
     Linux only. Executor JVMs (``local-cluster`` or standalone workers on this machine) run
-    ``CoarseGrainedExecutorBackend --executor-id <id> ... --app-id <app>``; their command lines
-    are read from ``/proc/<pid>/cmdline``. Use ``sc.applicationId`` for ``app_id``. Processes
-    that vanish while scanning are skipped.
+    ``CoarseGrainedExecutorBackend --driver-url spark://...@<host>:<port> --executor-id <id>
+    ... --app-id <app>``; their command lines are read from ``/proc/<pid>/cmdline``.
+    Processes that vanish while scanning are skipped.
+
+    An application id alone does not name one application on a machine: a standalone Master
+    names its applications ``app-<the second it registered>-<its count>``, and each
+    ``local-cluster`` has a Master of its own, so two local-cluster drivers that register in
+    the same second both run ``app-<second>-0000`` (two `make test` workers did, and one
+    run's executor kill SIGKILLed the other run's executor 0). The driver's port tells them
+    apart; without it, executors of ``app_id`` under two drivers raise instead of one being
+    picked. Use :func:`executor_pids_of` for a SparkContext of this process.
     """
-    found: dict[str, int] = {}
+    found: dict[str, dict[str, int]] = {}  # driver URL -> executor id -> pid
     try:
         entries = os.listdir(proc)
     except OSError:
-        return found
+        return {}
     for name in entries:
         if not name.isdigit():
             continue
@@ -42,9 +59,40 @@ def executor_pids(app_id: str, proc: Path = Path("/proc")) -> dict[str, int]:
             for i in range(len(args) - 1)
             if args[i].startswith(b"--")
         }
-        if opts.get("--app-id") == app_id and "--executor-id" in opts:
-            found[opts["--executor-id"]] = int(name)
-    return found
+        if opts.get("--app-id") != app_id or "--executor-id" not in opts:
+            continue
+        driver = opts.get("--driver-url", "")
+        if driver_port is not None and _port_of(driver) != driver_port:
+            continue  # another driver's application of the same id
+        found.setdefault(driver, {})[opts["--executor-id"]] = int(name)
+    if len(found) > 1:
+        raise RuntimeError(
+            f"executors of application {app_id} belong to {len(found)} drivers on this "
+            f"machine ({', '.join(sorted(found))}): a local-cluster's application id is the "
+            "second it registered, so two drivers started together share it; pass the "
+            "driver's port (executor_pids_of(sc), or driver_port=) to pick one"
+        )
+    return next(iter(found.values()), {})
+
+
+def driver_port(sc: Any) -> int:
+    """The port the driver of SparkContext ``sc`` listens on (``spark.driver.port``, set
+    once the driver started), which its executors' ``--driver-url`` names."""
+    port = sc.getConf().get("spark.driver.port")
+    if port is None:
+        raise RuntimeError("the SparkContext has no spark.driver.port: is it running?")
+    return int(port)
+
+
+def executor_pids_of(sc: Any, proc: Path = Path("/proc")) -> dict[str, int]:
+    """:func:`executor_pids` of SparkContext ``sc``'s application (its id and its driver)."""
+    return executor_pids(sc.applicationId, driver_port(sc), proc)
+
+
+def _port_of(driver_url: str) -> int | None:
+    """The port of ``spark://CoarseGrainedScheduler@<host>:<port>`` (None if it has none)."""
+    port = driver_url.rsplit(":", 1)[-1]
+    return int(port) if port.isdigit() else None
 
 
 def _parent_pid(process: Path) -> int:

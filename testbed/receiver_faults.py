@@ -78,7 +78,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
     from dstream import Duration, ManualClock, StreamingContext, Time
     from dstream.receiver import createStream, receiverAddresses
     from dstream.receiver.source import ReceiverInputDStream
-    from testbed.processes import executor_pids
+    from testbed.processes import executor_pids_of
 
     clock = ManualClock(0)
     ssc = StreamingContext(sc, Duration(B), clock=clock)
@@ -149,7 +149,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
                                 "records_per_interval": {t: len(v) for t, v in values.items()},
                                 "refusals": node._refusals,
                                 "receivers": {i: r[0] for i, r in node.receivers().items()},
-                                "executors": sorted(executor_pids(sc.applicationId)),
+                                "executors": sorted(executor_pids_of(sc)),
                             },
                             default=str,
                         )
@@ -163,7 +163,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
                     victim = next(e for e in holders if e != receiver_executor)
                 else:
                     victim = holders[0 if which == "first" else 1]
-                os.kill(executor_pids(sc.applicationId)[victim], signal.SIGKILL)
+                os.kill(executor_pids_of(sc)[victim], signal.SIGKILL)
                 killed.append(victim)
                 victim_block.append({"seq": block.seq, "executors": holders})
             advance()
@@ -191,7 +191,7 @@ def run(sc: Any, args: argparse.Namespace, which: str) -> dict[str, Any]:
         "intruder": intrusion,
         "refusals": [reason for _, reason in node._refusals],
         "values": {str(t): v for t, v in sorted(values.items())},
-        "executors_after": sorted(executor_pids(sc.applicationId), key=int),
+        "executors_after": sorted(executor_pids_of(sc), key=int),
         "blocks": {str(t): seqs for t, seqs in sorted(blocks.items())},
         "placement": args.placement,
         "active_jobs_after_stop": active_after_stop,

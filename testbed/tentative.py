@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from dstream.scheduler.engine import engine_of
     from dstream.streams.state_base import StateStream
     from testbed.faults import cluster_conf, wait_for_executors
-    from testbed.processes import executor_pids
+    from testbed.processes import executor_pids_of
 
     conf = cluster_conf(args.master, "dstream-tentative", 768, PARTITIONS)
     conf.set("spark.scheduler.mode", "FAIR")
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             at = zero + Duration(-(-int(args.kill_at * 1000) // batch_ms) * batch_ms)
             assert ssc.wait_for_batch(at, 300), f"the interval at {at} not done in 300 s"
             held = state_holders(engine_of(ssc).graph.streams)
-            pids = executor_pids(sc.applicationId)
+            pids = executor_pids_of(sc)
             result["holders"] = held
             chosen = sorted(pids, key=lambda e: (-held.get(e, 0), int(e)))
             for executor in chosen[: args.kill]:

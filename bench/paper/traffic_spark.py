@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from testbed.processes import executor_pids
+from testbed.processes import executor_pids_of
 
 APPS = Path(__file__).resolve().parents[2] / "apps"
 sys.path.insert(0, str(APPS))
@@ -82,7 +82,7 @@ def run(sc: Any, args: argparse.Namespace, kill_at: int | None) -> dict[str, Any
     killed: list[str] = []
 
     def kill() -> None:
-        pids = executor_pids(sc.applicationId)
+        pids = executor_pids_of(sc)
         victim = sorted(pids, key=int)[0]
         os.kill(pids[victim], signal.SIGKILL)
         killed.append(victim)

@@ -23,13 +23,13 @@ import json
 from pyspark import SparkContext
 from dstream.sparkconf import recommended_conf
 from testbed.faults import wait_for_executors
-from testbed.processes import executor_pids
+from testbed.processes import executor_pids_of
 
 sc = SparkContext(conf=recommended_conf("local-cluster[1,1,1024]", "archive-probe"))
 try:
     wait_for_executors(sc, 1)
     assert sc.parallelize(range(10), 2).map(lambda x: x + 1).sum() == 55
-    (pid,) = executor_pids(sc.applicationId).values()
+    (pid,) = executor_pids_of(sc).values()
 
     def archives(pid):
         with open(f"/proc/{pid}/maps") as maps:

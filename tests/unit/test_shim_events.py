@@ -206,3 +206,22 @@ def test_executor_pids_reads_command_lines(tmp_path: Path) -> None:
     (tmp_path / "self").mkdir()
     assert executor_pids("app-1", proc=tmp_path) == {"0": 101, "1": 102}
     assert executor_pids("app-3", proc=tmp_path) == {}
+
+
+def test_executor_pids_tells_two_drivers_of_one_application_id_apart(tmp_path: Path) -> None:
+    """Two local-cluster drivers registered in the same second both run app-<second>-0000 (a
+    make test run: the executor-loss run's kill, by id, took the elastic run's executor 0).
+    The driver's port in each executor's --driver-url picks one driver's executors; without
+    it, the ambiguity raises instead of one JVM being picked."""
+    main = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+    app = "app-20261207060038-0000"
+    for pid, port, executor in [(201, 42865, "0"), (202, 39049, "0"), (203, 39049, "1")]:
+        (tmp_path / str(pid)).mkdir()
+        argv = ["java", main, "--driver-url", f"spark://CoarseGrainedScheduler@127.0.0.1:{port}"]
+        argv += ["--executor-id", executor, "--app-id", app]
+        (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    assert executor_pids(app, 42865, proc=tmp_path) == {"0": 201}
+    assert executor_pids(app, 39049, proc=tmp_path) == {"0": 202, "1": 203}
+    assert executor_pids(app, 1, proc=tmp_path) == {}
+    with pytest.raises(RuntimeError, match=r"belong to 2 drivers .* pass the driver's port"):
+        executor_pids(app, proc=tmp_path)
