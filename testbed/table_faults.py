@@ -57,12 +57,15 @@ def hold_midway(at_ms: int, marks: str, hold_s: float) -> Any:
 
 
 def open_part_files(table: str, at_ms: int) -> list[str]:
-    """The part files being written under interval ``at_ms``'s hidden directory."""
+    """The part files partition 0's task attempt is writing (not yet committed by the
+    task: under ``_temporary/0/_temporary/attempt_*_m_000000_*``) in interval ``at_ms``'s
+    hidden directory."""
     found = []
     for name in os.listdir(table):
         if name.startswith(f".batch_ms={at_ms}.tmp-"):
             for d, _, files in os.walk(os.path.join(table, name)):
-                found += [os.path.join(d, f) for f in files if "part-" in f and "_temporary" in d]
+                if "_m_000000_" in os.path.basename(d) and "attempt_" in os.path.basename(d):
+                    found += [os.path.join(d, f) for f in files if f.startswith("part-")]
     return found
 
 

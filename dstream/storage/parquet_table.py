@@ -193,6 +193,14 @@ def check_mode(layout: TableLayout, operation: str) -> None:
                 f"schema ({', '.join(names)}) that identify a row, got "
                 f"{list(layout.key)}; e.g. key='word'"
             )
+        types = {f["name"]: f["type"] for f in json.loads(layout.schema_json)["fields"]}
+        nested = [k for k in layout.key if not isinstance(types[k], str)]
+        if nested:
+            raise ValueError(
+                f"{operation} key column {nested[0]!r} is a {_type_name(types[nested[0]])}; "
+                "an upsert key is made of atomic columns (string, numbers, date, ...): "
+                "key the table on those"
+            )
 
 
 def _mode_text(mode: str, key: tuple[str, ...] | None) -> str:

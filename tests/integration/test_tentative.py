@@ -356,7 +356,7 @@ def test_tentative_results_never_reach_a_table(
     try:
         for i in range(1, 7):
             clock.advance(B)
-            assert ssc.wait_for_batch(Time(T0 + i * B), 60)
+            assert ssc.wait_for_batch(Time(T0 + i * B), 120)
         engine = engine_of(ssc)
         engine.checkpointer.wait_idle(60)
         state = next(s for s in engine.graph.streams if isinstance(s, StateDStream))
@@ -364,7 +364,7 @@ def test_tentative_results_never_reach_a_table(
         assert engine.tentative is not None
         engine.tentative.executor_lost("a lost executor")
         clock.advance(B)
-        assert ssc.wait_for_batch(Time(T0 + 7 * B), 60)
+        assert ssc.wait_for_batch(Time(T0 + 7 * B), 120)
         ssc.awaitTerminationOrTimeout(0)
     finally:
         ssc.stop(stopSparkContext=False)

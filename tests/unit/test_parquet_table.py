@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import Row
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from dstream.storage.commits import COMMIT_MARKER
 from dstream.storage.filesystem import LocalFileSystem
@@ -176,6 +176,19 @@ def test_a_bad_mode_or_key_is_refused_before_the_table_is_made(
     with pytest.raises(ValueError, match=message):
         ensure_table(fs, table, SCHEMA.json(), "saveToTable()", mode, key)
     assert not os.path.exists(table)
+
+
+def test_an_upsert_key_is_made_of_atomic_columns(tmp_path: Path) -> None:
+    tags = StructType([StructField("tags", ArrayType(StringType())), *SCHEMA.fields])
+    with pytest.raises(ValueError, match=r"key column 'tags' is a array; an upsert key is made"):
+        ensure_table(
+            LocalFileSystem(),
+            str(tmp_path / "t"),
+            tags.json(),
+            "saveToTable()",
+            "upsert",
+            ("tags",),
+        )
 
 
 def test_an_upsert_interval_takes_one_row_per_key() -> None:
