@@ -151,8 +151,14 @@ class OutputOps(StateOps[T]):
             text_target=(prefix, suffix),
         )
 
-    def saveToTable(self, path: str, schema: object = None) -> None:
-        """Append each interval's records to the Parquet table at ``path``, exactly once.
+    def saveToTable(
+        self,
+        path: str,
+        schema: object = None,
+        mode: str | None = None,
+        key: str | list[str] | None = None,
+    ) -> None:
+        """Write each interval's records into the Parquet table at ``path``, exactly once.
 
         ``schema``: the rows' columns, a DDL string (``"word string, count long"``) or a
         ``StructType``; None uses the existing table's. A record is a ``Row`` or a dict
@@ -162,13 +168,20 @@ class OutputOps(StateOps[T]):
         a driver or executor failure, a retry or a replay). Spark reads it as a table while
         the stream runs, from any session: ``SELECT ... FROM parquet.`<path>` `` (listed at
         every query) or :func:`dstream.read_table` (columns and ``batch_ms``). A record that
-        does not fit
-        the schema follows ``StreamingSettings(bad_records=...)``: its interval fails, or it
-        is set aside. Tentative results never reach the table. See docs/tables.md.
+        does not fit the schema follows ``StreamingSettings(bad_records=...)``: its
+        interval fails, or it is set aside. Tentative results never reach the table.
+
+        ``mode="append"`` (a new table's default): every interval's rows are the table.
+        ``mode="upsert"`` with ``key`` (a column or a list of columns): each interval holds
+        that interval's changed rows, at most one per key (a second fails the interval),
+        and the table's current view (``read_table(spark, path)``) is each key's newest
+        row: ``totals.saveToTable(path, "word string, count long", mode="upsert",
+        key="word")``. The mode and key are the table's: reopening it with others is
+        refused; None uses the table's. See docs/tables.md.
         """
         from dstream.api.table_output import save_to_table
 
-        save_to_table(self, path, schema)
+        save_to_table(self, path, schema, mode, key)
 
     def save(self, sink: Callable[..., None], name: str | None = None) -> None:
         """Write every interval to an external system, exactly once.

@@ -8,10 +8,10 @@ stream's per-record step that calls this is covered by ``bad_records``: the inte
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["row_fitter"]
+__all__ = ["UniqueKeys", "row_fitter", "unique_keys"]
 
 
 def row_fitter(schema_json: str) -> Callable[[Any], tuple[Any, ...]]:
@@ -76,3 +76,40 @@ def row_fitter(schema_json: str) -> Callable[[Any], tuple[Any, ...]]:
 def _short(record: Any) -> str:
     text = repr(record)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+class UniqueKeys:
+    """An upsert table's rule in the task: one row per key in an interval. ``key_of(row)``
+    is a fitted row's key; called on a partition of ``(key, row)`` pairs in which every row
+    of a key meets (partitioned by key), it yields the rows and raises on a key's second
+    row, naming the key, that row and the fix (keys only are kept: a partition's rows
+    stream through)."""
+
+    def __init__(self, names: tuple[str, ...], key: tuple[str, ...], table: str, time_ms: int):
+        self.positions = tuple(names.index(k) for k in key)
+        self.key = key
+        self.table = table
+        self.time_ms = time_ms
+
+    def key_of(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(row[i] for i in self.positions)
+
+    def __call__(self, pairs: Iterable[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> Iterator[Any]:
+        seen: set[tuple[Any, ...]] = set()
+        for key, row in pairs:
+            if key in seen:
+                shown = ", ".join(f"{n}={v!r}" for n, v in zip(self.key, key, strict=True))
+                raise ValueError(
+                    f"saveToTable(): interval {self.time_ms} ms has two rows of key {shown} "
+                    f"for the upsert table {self.table} (the second: {_short(row)}); an "
+                    "upsert table takes at most one row per key per interval: reduce the "
+                    "stream by key first (e.g. reduceByKey), or write with mode='append'"
+                )
+            seen.add(key)
+            yield row
+
+
+def unique_keys(schema_json: str, key: tuple[str, ...], table: str, time_ms: int) -> UniqueKeys:
+    """The one-row-per-key check of an upsert table's interval ``time_ms``."""
+    names = tuple(f["name"] for f in json.loads(schema_json)["fields"])
+    return UniqueKeys(names, key, table, time_ms)

@@ -164,3 +164,4 @@ def test_table_output_appends_each_interval_once_and_is_read_live(example: Any) 
     n = got["totals"]["cat"]  # one cat per interval: the intervals committed
     assert 1 <= n <= 4 and got["totals"] == {"ann": 3 * n, "bob": 2 * n, "cat": n}
     assert 0 <= got["live_intervals"] <= n
+    assert got["running"] == got["totals"]  # the upserted running totals, newest per word

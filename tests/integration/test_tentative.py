@@ -328,3 +328,60 @@ def test_the_fidelity_counts_the_blocks_lost_after_the_loss_was_looked_up(
     assert fidelity == pytest.approx(1 - missing / exact.total(), abs=0.02)
     assert abs(fidelity - accuracy) <= 0.02, (fidelity, accuracy)
     assert got.exact[seven] == dict(exact)
+
+
+def test_tentative_results_never_reach_a_table(
+    sc: Any, place: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``tentative_outputs=True`` the lost partition gives interval 7 a tentative
+    result (a foreachRDD gets it), and the table (saveToTable, upsert) gets interval 7's
+    exact rows only, committed once."""
+    from dstream import StreamingSettings, read_table
+    from dstream.storage.filesystem import LocalFileSystem
+    from dstream.storage.parquet_table import META_NAME, committed_intervals
+
+    monkeypatch.setattr(TentativeController, "_estimate", lambda self, found: 10.0)
+    clock = ManualClock(T0)
+    settings = StreamingSettings(tentative_outputs=True)
+    ssc = StreamingContext(sc, Duration(B), clock=clock, settings=settings)
+    ssc.checkpoint(str(place / "ckpt"))
+    pairs = ssc.textFileStream(str(place / "in")).flatMap(str.split).map(lambda w: (w, 1))
+    totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 2).checkpoint(4)
+    got = Collect()
+    hold_exact(pairs, T0 + 7 * B, [got])
+    totals.foreachRDD(got)
+    table = place / "totals"
+    totals.saveToTable(str(table), "word string, count long", mode="upsert", key="word")
+    ssc.start()
+    try:
+        for i in range(1, 7):
+            clock.advance(B)
+            assert ssc.wait_for_batch(Time(T0 + i * B), 120)
+        engine = engine_of(ssc)
+        engine.checkpointer.wait_idle(60)
+        state = next(s for s in engine.graph.streams if isinstance(s, StateDStream))
+        lose_partition(sc, state.state_rdd(Time(T0 + 6 * B)), 0)
+        assert engine.tentative is not None
+        engine.tentative.executor_lost("a lost executor")
+        clock.advance(B)
+        assert ssc.wait_for_batch(Time(T0 + 7 * B), 120)
+        ssc.awaitTerminationOrTimeout(0)
+    finally:
+        ssc.stop(stopSparkContext=False)
+
+    seven = T0 + 7 * B
+    tentative, _ = got.tentative[seven]
+    assert tentative != dict(counts(1, 7))  # the tentative result lacked the lost updates
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    rows = read_table(spark, str(table), changes=True).collect()
+    at_seven = {r["word"]: r["count"] for r in rows if r["batch_ms"] == seven}
+    assert at_seven == dict(counts(1, 7))  # the exact rows, and only them
+    assert {r["word"]: r["count"] for r in read_table(spark, str(table)).collect()} == dict(
+        counts(1, 7)
+    )
+    assert committed_intervals(LocalFileSystem(), str(table)) == [T0 + i * B for i in range(1, 8)]
+    assert sorted(p.name for p in table.iterdir()) == sorted(
+        [META_NAME, *(f"batch_ms={T0 + i * B}" for i in range(1, 8))]
+    )

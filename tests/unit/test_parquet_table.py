@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import Row
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from dstream.storage.commits import COMMIT_MARKER
 from dstream.storage.filesystem import LocalFileSystem
@@ -20,7 +20,7 @@ from dstream.storage.parquet_table import (
     ensure_table,
     interval_dir,
 )
-from dstream.tasks.table_rows import row_fitter
+from dstream.tasks.table_rows import row_fitter, unique_keys
 
 SCHEMA = StructType([StructField("word", StringType()), StructField("count", LongType())])
 
@@ -74,7 +74,10 @@ def test_the_schema_is_kept_by_the_table(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"does not exist yet, so its schema is needed: pass"):
         ensure_table(fs, table, None, "saveToTable()")
     first = ensure_table(fs, table, SCHEMA.json(), "saveToTable()")
-    assert StructType.fromJson(json.loads(first)) == SCHEMA
+    assert StructType.fromJson(json.loads(first.schema_json)) == SCHEMA
+    assert (first.mode, first.key) == ("append", ())
+    # An append table's metadata file is the format's version 1, as before modes.
+    assert json.loads(Path(table, META_NAME).read_text())["version"] == 1
     assert ensure_table(fs, table, None, "saveToTable()") == first  # the table's own
     assert ensure_table(fs, table, SCHEMA.json(), "saveToTable()") == first
     other = StructType([StructField("word", StringType())])
@@ -124,3 +127,79 @@ def test_a_record_that_does_not_fit_raises_naming_it_and_the_schema(
 ) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         row_fitter(SCHEMA.json())(record)
+
+
+def test_an_upsert_table_keeps_its_mode_and_key_and_refuses_others(tmp_path: Path) -> None:
+    fs, table = LocalFileSystem(), str(tmp_path / "t")
+    layout = ensure_table(fs, table, SCHEMA.json(), "saveToTable()", "upsert", ("word",))
+    assert (layout.mode, layout.key) == ("upsert", ("word",))
+    meta = json.loads(Path(table, META_NAME).read_text())
+    assert (meta["version"], meta["mode"], meta["key"]) == (2, "upsert", ["word"])
+    assert ensure_table(fs, table, None, "saveToTable()") == layout  # the table's own
+    assert ensure_table(fs, table, None, "saveToTable()", "upsert") == layout
+    with pytest.raises(ValueError) as err:
+        ensure_table(fs, table, None, "saveToTable()", "append")
+    assert str(err.value) == (
+        f"saveToTable(): mode='append' differs from the table {table}'s mode='upsert' "
+        f"key=['word'] ({META_NAME}); pass the table's (or leave mode and key out to use "
+        "them), or write to a new path"
+    )
+    with pytest.raises(ValueError, match=r"mode='upsert' key=\['count'\] differs from .*'s "):
+        ensure_table(fs, table, None, "saveToTable()", "upsert", ("count",))
+    appended = str(tmp_path / "a")
+    ensure_table(fs, appended, SCHEMA.json(), "saveToTable()")
+    with pytest.raises(
+        ValueError, match=r"mode='upsert' key=\['word'\] differs from .*'s mode='append'"
+    ):
+        ensure_table(fs, appended, None, "saveToTable()", "upsert", ("word",))
+
+
+@pytest.mark.parametrize(
+    ("mode", "key", "message"),
+    [
+        (
+            "upsert",
+            None,
+            r"mode='upsert' needs key= one or more distinct columns of the schema "
+            r"\(word, count\) that identify a row, got \[\]; e.g. key='word'",
+        ),
+        ("upsert", ("w",), r"needs key= .* got \['w'\]"),
+        ("upsert", ("word", "word"), r"needs key= .* distinct"),
+        (None, ("word",), r"key \['word'\] is for mode='upsert'; pass mode='upsert'"),
+        ("merge", ("word",), r"mode 'merge' must be 'append' .* or 'upsert'"),
+    ],
+)
+def test_a_bad_mode_or_key_is_refused_before_the_table_is_made(
+    tmp_path: Path, mode: str | None, key: tuple[str, ...] | None, message: str
+) -> None:
+    fs, table = LocalFileSystem(), str(tmp_path / "t")
+    with pytest.raises(ValueError, match=message):
+        ensure_table(fs, table, SCHEMA.json(), "saveToTable()", mode, key)
+    assert not os.path.exists(table)
+
+
+def test_an_upsert_key_is_made_of_atomic_columns(tmp_path: Path) -> None:
+    tags = StructType([StructField("tags", ArrayType(StringType())), *SCHEMA.fields])
+    with pytest.raises(ValueError, match=r"key column 'tags' is a array; an upsert key is made"):
+        ensure_table(
+            LocalFileSystem(),
+            str(tmp_path / "t"),
+            tags.json(),
+            "saveToTable()",
+            "upsert",
+            ("tags",),
+        )
+
+
+def test_an_upsert_interval_takes_one_row_per_key() -> None:
+    check = unique_keys(SCHEMA.json(), ("word",), "/t", 3000)
+    assert check.key_of(("a", 1)) == ("a",)
+    rows = [("a", 1), ("b", 2)]
+    assert list(check([(check.key_of(r), r) for r in rows])) == rows
+    with pytest.raises(ValueError) as err:
+        list(check([(check.key_of(r), r) for r in [*rows, ("a", 5)]]))
+    assert str(err.value) == (
+        "saveToTable(): interval 3000 ms has two rows of key word='a' for the upsert table /t "
+        "(the second: ('a', 5)); an upsert table takes at most one row per key per interval: "
+        "reduce the stream by key first (e.g. reduceByKey), or write with mode='append'"
+    )
