@@ -319,7 +319,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
 
     how_many, at = kill
     kill_at = {ms * B for ms in [at, *args.also_kill_at]}
-    rescale_after = dict((i, n) for n, i in args.rescale)
+    rescale_after = dict((i, n) for n, i in args.rescale) if args.run_rescales else {}
     clock = ManualClock(0)
     avoidance = (
         AvoidancePolicy(
@@ -643,6 +643,12 @@ def main(argv: list[str] | None = None) -> int:
         help="N@I: after interval I, rescale the state to N partitions",
     )
     p.add_argument(
+        "--rescale-every-other",
+        action="store_true",
+        help="only the odd runs (1, 3, ...) rescale: each rescaled run next to an unrescaled "
+        "one on the same executors, under the same load",
+    )
+    p.add_argument(
         "--restart-intervals",
         type=int,
         default=0,
@@ -727,6 +733,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.run_theta is not None:
                 args.run_theta = None if args.run_theta == "exact" else float(args.run_theta)
             args.run_replicas = _per_run(args.state_replicas, index, 1)
+            # --rescale-every-other: runs 0, 2, ... never rescale (paired comparisons).
+            args.run_rescales = not (args.rescale_every_other and index % 2 == 0)
             with tempfile.TemporaryDirectory(prefix="dstream-faults-") as root:
                 result = run(sc, args, kill, root)
             print(json.dumps(result), flush=True)

@@ -35,6 +35,12 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=2000)
     p.add_argument("--executors", type=int, default=3, help="local-cluster's executors")
     p.add_argument("--breakdown", action="store_true", help="per-stage breakdown (see above)")
+    p.add_argument(
+        "--paired",
+        action="store_true",
+        help="unrescaled and rescaled runs in turn in one process (a shared machine's load "
+        "changes between processes); no run with kills",
+    )
     p.add_argument("--out", default=None, help="default: bench/results/rescale[-Nx].json")
     args = p.parse_args()
     common = dict(
@@ -49,14 +55,22 @@ def main() -> int:
         flags = ["--breakdown"]
         for i in (args.up + 1, args.up + 4, args.down + 1, args.down + 4):
             flags += ["--breakdown-at", str(i)]
-    fixed = runs("keyed", ["0"] * args.repeats, flags, **common)
     rescales = [*flags, "--rescale", f"8@{args.up}", "--rescale", f"4@{args.down}"]
-    kills = ["--also-kill-at", str(args.down + 2)]
-    moved = runs(
-        "keyed", ["0"] * args.repeats + [f"1@{args.up + 2}"], [*rescales, *kills], **common
-    )
-    rescaled, killed = moved[:-1], moved[-1]
-    for run in moved:
+    if args.paired:
+        # One process: unrescaled and rescaled runs in turn, each pair on the same executors
+        # under the same load (runs() checks every run's totals against the first's).
+        both = runs(
+            "keyed", ["0"] * (2 * args.repeats), [*rescales, "--rescale-every-other"], **common
+        )
+        fixed, rescaled, killed = both[0::2], both[1::2], None
+    else:
+        fixed = runs("keyed", ["0"] * args.repeats, flags, **common)
+        kills = ["--also-kill-at", str(args.down + 2)]
+        moved = runs(
+            "keyed", ["0"] * args.repeats + [f"1@{args.up + 2}"], [*rescales, *kills], **common
+        )
+        rescaled, killed = moved[:-1], moved[-1]
+    for run in [*rescaled, *([] if killed is None else [killed])]:
         if run["outputs"] != fixed[0]["outputs"]:
             raise RuntimeError(f"run {run['kill']} with rescales changed the totals")
     at = {"4 -> 8": args.up + 1, "8 -> 4": args.down + 1}
@@ -79,23 +93,26 @@ def main() -> int:
                 "three_later_ms": after,
                 # Against an interval at the new count: the regroup's own cost.
                 "ratio_to_three_later": round(median_at(rescaled, i) / after, 2),
-                "with_kills_ms": series(killed)[i - 1],
+                "with_kills_ms": None if killed is None else series(killed)[i - 1],
             }
         )
+    lines = {"no rescale": series(fixed[0]), "rescaled": series(rescaled[0])}
+    if killed is not None:
+        lines[f"rescaled, killed at {args.up + 2} and {args.down + 2}"] = series(killed)
+    suffix = "" if args.executors == 3 else f"-{args.executors}x"
+    if args.paired:
+        suffix += "-paired"
     plot(
-        RESULTS / ("rescale.png" if args.executors == 3 else f"rescale-{args.executors}x.png"),
+        RESULTS / f"rescale{suffix}.png",
         f"keyed WordCount: 4 -> 8 after {args.up}, 8 -> 4 after {args.down}",
-        {
-            "no rescale": series(fixed[0]),
-            "rescaled": series(rescaled[0]),
-            f"rescaled, killed at {args.up + 2} and {args.down + 2}": series(killed),
-        },
+        lines,
         at["4 -> 8"],
     )
     result = {
         "executors": args.executors,
         "rows": rows,
-        "killed_series": series(killed),
+        "paired": args.paired,
+        "killed_series": None if killed is None else series(killed),
         "fixed_series": series(fixed[0]),
     }
     if args.breakdown:
@@ -115,8 +132,9 @@ def main() -> int:
             }
             for name, i in at.items()
         }
-    name = "rescale.json" if args.executors == 3 else f"rescale-{args.executors}x.json"
-    (RESULTS / (args.out or name)).write_text(json.dumps(result, indent=1) + "\n")
+    (RESULTS / (args.out or f"rescale{suffix}.json")).write_text(
+        json.dumps(result, indent=1) + "\n"
+    )
     if args.breakdown:
         for rescale, b in result["breakdown"].items():
             print(f"\n{rescale}, interval {at[rescale]}: medians over the runs\n")
@@ -133,6 +151,8 @@ def main() -> int:
             f"{r['three_later_ms']:.0f} ms | {r['ratio_to_three_later']} | "
             f"{r['with_kills_ms']} ms |"
         )
+    if killed is None:
+        return 0
     k = series(killed)
     print(
         f"failure intervals (kills at {args.up + 2}, {args.down + 2}): "
