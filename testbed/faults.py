@@ -319,6 +319,7 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
 
     how_many, at = kill
     kill_at = {ms * B for ms in [at, *args.also_kill_at]}
+    rescale_points = {i for _, i in args.rescale}
     rescale_after = dict((i, n) for n, i in args.rescale) if args.run_rescales else {}
     clock = ManualClock(0)
     avoidance = (
@@ -402,12 +403,16 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
             windows[i * B] = (int(started_epoch * 1000), int(time.time() * 1000))
             if args.measure_state:
                 state_bytes[i * B] = _state_bytes(ssc, Time(i * B))
+            # Every run pauses at the same place (a rescaled run after its rescale()).
+            settle = args.settle_after_rescale if i in rescale_points else 0.0
             if i in rescale_after:
                 # rescale() prepares the new count before the next interval (the driver's
                 # time between intervals, not in the next interval's processing time).
                 prepared = time.perf_counter()
                 stream.rescale(rescale_after[i])
                 prepare_ms[(i + 1) * B] = round((time.perf_counter() - prepared) * 1000)
+            if settle:  # the next interval after a pause
+                threading.Event().wait(settle)
         engine_of(ssc).bus.wait_until_empty(30)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
@@ -647,6 +652,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the odd runs (1, 3, ...) rescale: each rescaled run next to an unrescaled "
         "one on the same executors, under the same load",
+    )
+    p.add_argument(
+        "--settle-after-rescale",
+        type=float,
+        default=0.0,
+        help="seconds to wait after rescale() before the next interval, and at the same "
+        "place in a run that does not rescale (does its preparation slow the interval after "
+        "it?)",
     )
     p.add_argument(
         "--restart-intervals",

@@ -41,6 +41,13 @@ def main() -> int:
         help="unrescaled and rescaled runs in turn in one process (a shared machine's load "
         "changes between processes); no run with kills",
     )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds between rescale() and the rescale interval (testbed.faults "
+        "--settle-after-rescale)",
+    )
     p.add_argument("--out", default=None, help="default: bench/results/rescale[-Nx].json")
     args = p.parse_args()
     common = dict(
@@ -56,6 +63,8 @@ def main() -> int:
         for i in (args.up + 1, args.up + 4, args.down + 1, args.down + 4):
             flags += ["--breakdown-at", str(i)]
     rescales = [*flags, "--rescale", f"8@{args.up}", "--rescale", f"4@{args.down}"]
+    if args.settle:
+        rescales += ["--settle-after-rescale", str(args.settle)]
     if args.paired:
         # One process: unrescaled and rescaled runs in turn, each pair on the same executors
         # under the same load (runs() checks every run's totals against the first's).
@@ -91,6 +100,11 @@ def main() -> int:
                 "each_ms": [series(r)[i - 1] for r in rescaled],
                 "ratio": round(median_at(rescaled, i) / base, 2),
                 "three_later_ms": after,
+                # --paired: each rescaled run against the unrescaled run just before it.
+                "pair_ratios": [
+                    round(series(r)[i - 1] / series(f)[i - 1], 2)
+                    for f, r in zip(fixed, rescaled, strict=True)
+                ],
                 # Against an interval at the new count: the regroup's own cost.
                 "ratio_to_three_later": round(median_at(rescaled, i) / after, 2),
                 "with_kills_ms": None if killed is None else series(killed)[i - 1],
