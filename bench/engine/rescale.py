@@ -116,8 +116,9 @@ def main() -> int:
     suffix = "" if args.executors == 3 else f"-{args.executors}x"
     if args.paired:
         suffix += "-paired"
+    out_name = args.out or f"rescale{suffix}.json"
     plot(
-        RESULTS / f"rescale{suffix}.png",
+        RESULTS / out_name.replace(".json", ".png"),
         f"keyed WordCount: 4 -> 8 after {args.up}, 8 -> 4 after {args.down}",
         lines,
         at["4 -> 8"],
@@ -146,9 +147,7 @@ def main() -> int:
             }
             for name, i in at.items()
         }
-    (RESULTS / (args.out or f"rescale{suffix}.json")).write_text(
-        json.dumps(result, indent=1) + "\n"
-    )
+    (RESULTS / out_name).write_text(json.dumps(result, indent=1) + "\n")
     if args.breakdown:
         for rescale, b in result["breakdown"].items():
             print(f"\n{rescale}, interval {at[rescale]}: medians over the runs\n")
