@@ -319,7 +319,8 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
 
     how_many, at = kill
     kill_at = {ms * B for ms in [at, *args.also_kill_at]}
-    rescale_after = dict((i, n) for n, i in args.rescale)
+    rescale_points = {i for _, i in args.rescale}
+    rescale_after = dict((i, n) for n, i in args.rescale) if args.run_rescales else {}
     clock = ManualClock(0)
     avoidance = (
         AvoidancePolicy(
@@ -385,26 +386,48 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
     slower = Slower(sc, 0, args.slow) if args.slow else None
     ssc.start()
     feed = ssc.executor_monitor.subscribe()
+    # --breakdown: this run's jobs start after every earlier run's (the same SparkContext).
+    first_job = _next_job_id(sc) if args.breakdown else 0
+    windows: dict[int, tuple[int, int]] = {}  # interval ms -> its wall clock, epoch ms
+    prepare_ms: dict[int, int] = {}  # interval ms -> rescale()'s own time before it
     began, began_epoch = time.monotonic(), time.time()
     if slower is not None:
         slower.start()
     try:
         for i in range(1, args.intervals + 1):
-            started = time.perf_counter()
+            started, started_epoch = time.perf_counter(), time.time()
             clock.advance(B)
             if not ssc.wait_for_batch(Time(i * B), 300):
                 raise RuntimeError(f"interval {i} did not complete")
             processing[i * B] = round((time.perf_counter() - started) * 1000)
+            windows[i * B] = (int(started_epoch * 1000), int(time.time() * 1000))
             if args.measure_state:
                 state_bytes[i * B] = _state_bytes(ssc, Time(i * B))
+            # Every run pauses at the same place (a rescaled run after its rescale()).
+            settle = args.settle_after_rescale if i in rescale_points else 0.0
             if i in rescale_after:
+                # rescale() prepares the new count before the next interval (the driver's
+                # time between intervals, not in the next interval's processing time).
+                prepared = time.perf_counter()
                 stream.rescale(rescale_after[i])
+                prepare_ms[(i + 1) * B] = round((time.perf_counter() - prepared) * 1000)
+            if settle:  # the next interval after a pause
+                threading.Event().wait(settle)
         engine_of(ssc).bus.wait_until_empty(30)
         ssc.awaitTerminationOrTimeout(0)  # raises if an interval failed
     finally:
         if slower is not None:
             slower.stop()
         ssc.stop(stopSparkContext=False)
+    breakdown = {}
+    if args.breakdown:
+        from testbed.breakdown import collect
+
+        wanted = {ms * B for ms in args.breakdown_at} or set(windows)
+        chosen = {ms: w for ms, w in windows.items() if ms in wanted}
+        breakdown = collect(sc.uiWebUrl, sc.applicationId, chosen, first_job)
+        for ms, prepared_ms in prepare_ms.items():
+            breakdown.setdefault(str(ms), {})["rescale_prepare_ms"] = prepared_ms
     if args.restart_intervals:
         out.update(restarted(sc, args, root, settings, processing))
     # Bytes each named state wrote to checkpoints over the run (replay: none).
@@ -504,7 +527,15 @@ def run(sc: Any, args: argparse.Namespace, kill: tuple[int, int], root: str) -> 
         "state_replicas": args.run_replicas,
         "approximate": approximate,
         "state_bytes_by_interval": {str(t): v for t, v in sorted(state_bytes.items())},
+        "breakdown": breakdown,
     }
+
+
+def _next_job_id(sc: Any) -> int:
+    """The id the next Spark job gets (those before it are earlier runs')."""
+    from testbed.breakdown import job_ids
+
+    return max(job_ids(sc.uiWebUrl, sc.applicationId), default=-1) + 1
 
 
 def _state_bytes(ssc: Any, time: Any) -> dict[str, int]:
@@ -617,6 +648,20 @@ def main(argv: list[str] | None = None) -> int:
         help="N@I: after interval I, rescale the state to N partitions",
     )
     p.add_argument(
+        "--rescale-every-other",
+        action="store_true",
+        help="only the odd runs (1, 3, ...) rescale: each rescaled run next to an unrescaled "
+        "one on the same executors, under the same load",
+    )
+    p.add_argument(
+        "--settle-after-rescale",
+        type=float,
+        default=0.0,
+        help="seconds to wait after rescale() before the next interval, and at the same "
+        "place in a run that does not rescale (does its preparation slow the interval after "
+        "it?)",
+    )
+    p.add_argument(
         "--restart-intervals",
         type=int,
         default=0,
@@ -655,6 +700,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--avoid-window", type=int, default=5, help="intervals judged")
     p.add_argument("--avoid-strikes", type=int, default=3, help="slow intervals to be avoided")
     p.add_argument("--avoid-cooldown", type=float, default=30.0, help="seconds avoided")
+    p.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="each interval's jobs and stages with their task metrics (Spark's UI and its "
+        "REST API on; testbed.breakdown)",
+    )
+    p.add_argument(
+        "--breakdown-at",
+        type=int,
+        action="append",
+        default=[],
+        help="with --breakdown: only this interval (repeatable; default every interval)",
+    )
     p.add_argument("--log-level", default="ERROR", help="Spark's log level")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE Spark setting")
     args = p.parse_args(argv)
@@ -673,6 +731,9 @@ def main(argv: list[str] | None = None) -> int:
         args.partitions,
         speculation=args.speculation,
     )
+    if args.breakdown:  # the task metrics come from the UI's REST API
+        conf.set("spark.ui.enabled", "true").set("spark.ui.retainedJobs", "5000")
+        conf.set("spark.ui.retainedStages", "10000").set("spark.ui.retainedTasks", "500000")
     for setting in args.conf:
         key, _, value = setting.partition("=")
         conf.set(key, value)
@@ -685,6 +746,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.run_theta is not None:
                 args.run_theta = None if args.run_theta == "exact" else float(args.run_theta)
             args.run_replicas = _per_run(args.state_replicas, index, 1)
+            # --rescale-every-other: runs 0, 2, ... never rescale (paired comparisons).
+            args.run_rescales = not (args.rescale_every_other and index % 2 == 0)
             with tempfile.TemporaryDirectory(prefix="dstream-faults-") as root:
                 result = run(sc, args, kill, root)
             print(json.dumps(result), flush=True)

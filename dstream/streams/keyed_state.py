@@ -20,7 +20,12 @@ from dstream.streams.approximate import Approximation
 from dstream.streams.base import DStreamCore
 from dstream.streams.copartitioned import memory_only, partition_by, sectioned_union
 from dstream.streams.fidelity import Loss
-from dstream.streams.rescale import PartitionSchedule, partition_of, regroup_unfiltered
+from dstream.streams.rescale import (
+    PartitionSchedule,
+    keeps_whole_parents,
+    partition_of,
+    regroup_unfiltered,
+)
 from dstream.streams.state_base import StateStream
 from dstream.streams.tentative_pass import substitution
 from dstream.tasks import approx_state
@@ -308,15 +313,17 @@ class StateDStream(ApproximatedState):
         tentative pass reads a lost block back from."""
         events = self._parents[0]
         count = self._schedule.at(time.ms)
-        # A split or merge of the state leaves the sibling's keys for the merge to skip (one
-        # Python pass over the state fewer than a filtering regroup: bench/engine/rescale.py).
+        # A split of the state leaves the sibling's keys for the merge to skip (one Python
+        # pass over the state fewer than a filtering regroup: bench/engine/rescale.py); a
+        # merge of partitions keeps every key it reads, so its merge hashes none of them.
         sc, unfiltered = self._graph.sc, False
         previous: list[RDD[Any]] = []
         for old_state, have in state:
             regrouped: RDD[Any] | None = None
             if have != count:
                 regrouped = regroup_unfiltered(sc, old_state, have, count)
-            unfiltered = unfiltered or regrouped is not None
+            siblings = regrouped is not None and not keeps_whole_parents(have, count)
+            unfiltered = unfiltered or siblings
             previous.append(regrouped or self._fit(old_state, count, have))
         groups = [previous]
         for u in times:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PartitionSchedule",
+    "keeps_whole_parents",
     "narrow_plan",
     "partition_of",
     "regroup",
@@ -110,6 +111,14 @@ def narrow_plan(old: int, new: int) -> list[list[int]] | None:
     return [[p for p in range(old) if p % g == i % g] for i in range(new)]
 
 
+def keeps_whole_parents(old: int, new: int) -> bool:
+    """Whether each new partition of :func:`narrow_plan` keeps every record of the old
+    partitions it reads: when ``new`` divides ``old`` (a merge), a key in old partition ``p``
+    has ``hash % new == p % new``, the new partition that reads ``p``, so nothing needs to be
+    hashed again to drop a sibling's keys (a split leaves half of each one it reads)."""
+    return old % new == 0
+
+
 def partition_of(key: Any, count: int) -> int:
     """The partition of ``key`` among ``count`` (as ``partition_by`` hashes it)."""
     from dstream.streams.copartitioned import key_hash
@@ -127,6 +136,8 @@ def regroup(sc: SparkContext, rdd: RDD[Any], old: int, new: int) -> RDD[Any]:
     grouped = regroup_unfiltered(sc, rdd, old, new)
     if grouped is None:
         return partition_by(rdd, new)
+    if keeps_whole_parents(old, new):  # a merge: no sibling's keys to drop, no pass
+        return grouped
 
     def keep(split: int, records: Any) -> Any:
         return (kv for kv in records if partition_of(kv[0], new) == split)

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from dstream.streams.rescale import PartitionSchedule, narrow_plan
+from dstream.streams.rescale import PartitionSchedule, keeps_whole_parents, narrow_plan
 
 
 def test_each_interval_has_the_count_of_the_last_step_at_or_before_it() -> None:
@@ -66,6 +66,22 @@ def test_a_narrow_plan_reads_every_old_partition_a_key_can_come_from(old: int, n
         assert plan == [[i % old] for i in range(new)]  # split: one parent each
     if old == 2 * new:
         assert plan == [[i, i + new] for i in range(new)]  # merge: two parents each
+
+
+@pytest.mark.parametrize(("old", "new"), [(4, 8), (8, 4), (3, 6), (6, 3), (4, 6), (1, 2), (4, 2)])
+def test_a_merge_keeps_every_key_of_the_partitions_it_reads_and_a_split_does_not(
+    old: int, new: int
+) -> None:
+    """Where keeps_whole_parents says so, the state's merge hashes no key again (the 8 -> 4
+    rescale interval runs the same merge as an interval that did not rescale)."""
+    plan = narrow_plan(old, new)
+    assert plan is not None
+    rng = random.Random(2)
+    hashes = [rng.randrange(-(2**62), 2**62) for _ in range(4000)]
+    stray = any(
+        h % new != i for i, parents in enumerate(plan) for h in hashes if h % old in parents
+    )
+    assert keeps_whole_parents(old, new) is not stray, (old, new)
 
 
 @pytest.mark.parametrize(("old", "new"), [(4, 9), (8, 3), (6, 1), (6, 4)])
