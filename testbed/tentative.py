@@ -181,9 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     recorder_handler.emit = lambda record: decisions.append(  # type: ignore[method-assign]
         f"{record.created - t0:.1f}s {record.getMessage()}"
     )
-    controller_log = logging.getLogger("dstream.scheduler.recovery_episodes")
-    controller_log.setLevel(logging.INFO)
-    controller_log.addHandler(recorder_handler)
+    # The controller's decisions, and its passes' (a result dropped or failed says why).
+    for name in ("dstream.scheduler.recovery_episodes", "dstream.scheduler.tentative_results"):
+        controller_log = logging.getLogger(name)
+        controller_log.setLevel(logging.INFO)
+        controller_log.addHandler(recorder_handler)
     result["controller"] = decisions
     try:
         wait_for_executors(sc, args.executors)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from dstream.services import Services
     from dstream.streams.base import DStreamCore
+    from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import OutputDStream
 
@@ -53,13 +54,14 @@ class TentativeResults:
         affected: set[int],
         chains: dict[int, StateChain],
         pool: str | None,
+        marks: SectionMarks | None = None,
     ) -> None:
         """``time``'s tentative results of ``outputs`` (those the loss reaches, whose exact
         result did not come first), from the episode's ``chains``; their jobs run in the
-        fair-scheduler pool ``pool``."""
+        fair-scheduler pool ``pool``, their state merges read the episode's ``marks``."""
         built: list[tuple[OutputDStream, RDD[Any]]] = []
         with self._graph.lock:
-            tentative = TentativePass(self._graph, time, affected, chains)
+            tentative = TentativePass(self._graph, time, affected, chains, marks)
             with tentative:
                 for out in outputs:
                     try:

@@ -35,11 +35,13 @@ from dstream.streams.elastic_state import ElasticState
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule
 from dstream.streams.tentative_pass import Ledger, Saved, section_counter
+from dstream.streams.tentative_pass import current as current_pass
 from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
+    from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.tentative_pass import StateChain, TentativePass
 
 __all__ = ["StateStream"]
@@ -245,6 +247,14 @@ class StateStream(ElasticState):
 
     # ---- tentative results (dstream.streams.tentative_pass) --------------------------------------
     _loss_rule = "state"
+
+    def _section_marks(self) -> SectionMarks:
+        """The section marks a merge's union reads: a tentative pass's own (see
+        :class:`~dstream.streams.tentative_pass.TentativePass`), else the program's."""
+        tentative = current_pass()
+        if tentative is not None and tentative.marks is not None:
+            return tentative.marks
+        return self._graph.runtime.marks
 
     def _tentative_step(
         self, time: Time, previous: RDD[Any], times: list[Time], saved: Saved | None
