@@ -15,7 +15,8 @@ The program, on the system clock (2 s intervals), reads the rate source (Zipf-li
 
 For each output and interval the run reports the tentative result (its records, fidelity,
 and when it arrived, wall ms after the interval's end) and the exact one (records, arrival,
-and how many times the output was called with it: once, for exactly-once delivery), and for
+and how many times the output was called with it: once, for exactly-once delivery; when
+its call began), and for
 each call the order in which it began and returned among all calls (``*_seq``). With
 ``--save DIR`` the top-k state is also saved with ``saveAsTextFiles(tentative=True)`` and
 the run lists what is left in ``DIR`` (committed intervals; a tentative directory left
@@ -181,9 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     recorder_handler.emit = lambda record: decisions.append(  # type: ignore[method-assign]
         f"{record.created - t0:.1f}s {record.getMessage()}"
     )
-    controller_log = logging.getLogger("dstream.scheduler.recovery_episodes")
-    controller_log.setLevel(logging.INFO)
-    controller_log.addHandler(recorder_handler)
+    # The controller's decisions, and its passes' (a result dropped or failed says why).
+    for name in ("dstream.scheduler.recovery_episodes", "dstream.scheduler.tentative_results"):
+        controller_log = logging.getLogger(name)
+        controller_log.setLevel(logging.INFO)
+        controller_log.addHandler(recorder_handler)
     result["controller"] = decisions
     try:
         wait_for_executors(sc, args.executors)
@@ -220,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     slot[f"{which}_calls"] += 1
                     began = next(calls)
+                    # When the call began (wall ms after the interval's end): an exact
+                    # call begun before a loss closed its interval to tentative results.
+                    slot.setdefault(f"{which}_began_ms", int(time.time() * 1000) - t.ms)
                 if kind == "top":
                     records: Any = rdd.top(TOP, key=lambda kv: (kv[1], kv[0]))
                 else:

@@ -135,15 +135,23 @@ def breakdown(result: dict[str, Any], output: str = "top") -> dict[str, Any]:
         "lookup_ms": None if episode is None or not removed else episode - removed[0],
         "episode_from_kill_ms": None if episode is None else episode - killed_at,
         "intervals": rows,
-        "due": sum(
-            1
-            for t in map(int, result["outputs"][output])
-            if episode is not None
-            and t > killed_at - result["batch_ms"]
-            and "exact" in result["outputs"][output][str(t)]
-            and result["outputs"][output][str(t)]["exact_after_ms"] > result["batch_ms"]
-        ),
+        "due": len(due(result, output)) if episode is not None else 0,
     }
+
+
+def due(result: dict[str, Any], output: str = "top") -> list[int]:
+    """The intervals due while the lost state was recomputed: those whose exact call of
+    ``output`` began after the kill (one begun before it closed its interval to tentative
+    results). On the wall clock, not the stream's: on a busy machine the stream lags, and
+    an interval that ended before the kill may be computed after it."""
+    killed_at = result["killed_at_ms"]
+    slots = result["outputs"][output]
+    return [
+        int(t)
+        for t, slot in slots.items()
+        if "exact" in slot
+        and int(t) + slot.get("exact_began_ms", slot["exact_after_ms"]) > killed_at
+    ]
 
 
 def show(b: dict[str, Any]) -> None:

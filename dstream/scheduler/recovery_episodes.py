@@ -42,6 +42,7 @@ from dstream.recovery.compatibility import left_out
 from dstream.scheduler.events import ExecutorLost, LossRecheck
 from dstream.scheduler.replicas import Candidate, plan
 from dstream.scheduler.tentative_results import TentativeResults, ancestors, run_in_pool
+from dstream.streams.copartitioned import SectionMarks
 from dstream.streams.keyed_state import StateDStream
 from dstream.streams.tentative_pass import StateChain
 from dstream.streams.windowed import ReducedWindowedDStream
@@ -92,6 +93,8 @@ class TentativeController:
         self._affected: set[int] = set()
         self._pins: list[tuple[DStreamCore[Any], Time]] = []
         self._emitted: set[int] = set()
+        # The episode's section marks: its tentative merges' own (TentativePass.marks).
+        self._marks: SectionMarks | None = None
         # What an episode begun with no interval pending recomputes after the first
         # tentative results of the next one (the first results go first, as ever).
         self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
@@ -136,6 +139,8 @@ class TentativeController:
         is dropped), then the episode's pins and cached states are released."""
         if self._worker is not None:
             self._worker.shutdown(wait=True, cancel_futures=True)
+        if self._marks is not None:
+            self._marks.release()
         pins, chains = self._take_episode()
         self._release(pins, chains)
 
@@ -316,6 +321,7 @@ class TentativeController:
             }
             self._affected = affected - downstream(self._graph, blocked)
         self._chains = chains
+        self._marks = SectionMarks(self._sc)
         self._emitted, self._completed = set(), set()
         self._recovering.set()
         self.episodes += 1
@@ -406,7 +412,8 @@ class TentativeController:
             for o in self._tentative_outputs()
             if o.id in affected and not o.tentative_closed(time)
         ]
-        self._results.emit(time, outputs, affected, chains, TENTATIVE_POOL if self._fair else None)
+        pool = TENTATIVE_POOL if self._fair else None
+        self._results.emit(time, outputs, affected, chains, pool, self._marks)
 
     # ---- the exact pipeline -------------------------------------------------------------------
     def _on_completed(self, time: Time) -> None:
@@ -436,6 +443,9 @@ class TentativeController:
         pins, chains = self._pins, self._chains
         with self._graph.lock:
             self._pins, self._chains, self._affected = [], {}, set()
+        if self._marks is not None:  # released on the worker, after the passes reading it
+            self._submit(self._marks.release)
+            self._marks = None
         self._recovery_waits = None
         self._recovering.clear()
         return pins, chains

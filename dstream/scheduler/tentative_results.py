@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from dstream.services import Services
     from dstream.streams.base import DStreamCore
+    from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.graph import DStreamGraph
     from dstream.streams.output import OutputDStream
 
@@ -53,13 +54,16 @@ class TentativeResults:
         affected: set[int],
         chains: dict[int, StateChain],
         pool: str | None,
+        marks: SectionMarks | None = None,
     ) -> None:
         """``time``'s tentative results of ``outputs`` (those the loss reaches, whose exact
         result did not come first), from the episode's ``chains``; their jobs run in the
-        fair-scheduler pool ``pool``."""
+        fair-scheduler pool ``pool``, their state merges read the episode's ``marks``."""
+        began = _time.monotonic()
         built: list[tuple[OutputDStream, RDD[Any]]] = []
         with self._graph.lock:
-            tentative = TentativePass(self._graph, time, affected, chains)
+            locked = _time.monotonic()
+            tentative = TentativePass(self._graph, time, affected, chains, marks)
             with tentative:
                 for out in outputs:
                     try:
@@ -71,7 +75,9 @@ class TentativeResults:
                         built.append((out, rdd))
         run_in_pool(self._sc, pool)
         self._sc.setJobGroup(f"{self._prefix}-tentative-{time.ms}", f"dstream tentative {time}")
+        built_at = _time.monotonic()
         self._read_back(tentative, time, chains)
+        read_at = _time.monotonic()
         # Each result's fidelity from the partitions its states lacked (known only now).
         prepared: list[tuple[OutputDStream, RDD[Any], float, dict[str, list[int]]]] = []
         with self._graph.lock, tentative:
@@ -110,6 +116,16 @@ class TentativeResults:
             self._bus.post("onTentativeOutput", info)
         for older in tentative.superseded:  # read by this interval's results, not again
             older.unpersist(blocking=False)
+        # Where a pass's time goes (bench/engine/tentative_delay.py reads the timeline).
+        log.info(
+            "tentative pass of %s: graph lock %.2f s, built %.2f s, states read back %.2f s, "
+            "outputs %.2f s",
+            time,
+            locked - began,
+            built_at - locked,
+            read_at - built_at,
+            _time.monotonic() - read_at,
+        )
 
     def _read_back(
         self, tentative: TentativePass, time: Time, chains: dict[int, StateChain]

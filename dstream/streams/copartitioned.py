@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
 
 __all__ = [
+    "SectionMarks",
     "co_partitioned_union",
     "key_hash",
     "memory_only",

@@ -330,7 +330,7 @@ class StateDStream(ApproximatedState):
             rdd = events._get_or_compute(u)
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
         update, intervals = self._update, len(times)
-        union = sectioned_union(self._graph.runtime.marks, count, groups)
+        union = sectioned_union(self._section_marks(), count, groups)
         if self.approximate is not None:
             return self._approximate_merge(union, times)
         quarantine = self._graph.quarantine

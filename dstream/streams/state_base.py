@@ -35,11 +35,13 @@ from dstream.streams.elastic_state import ElasticState
 from dstream.streams.fidelity import Loss
 from dstream.streams.rescale import PartitionSchedule
 from dstream.streams.tentative_pass import Ledger, Saved, section_counter
-from dstream.time import Time
+from dstream.streams.tentative_pass import current as current_pass
+from dstream.time import Duration, Time
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
+    from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.tentative_pass import StateChain, TentativePass
 
 __all__ = ["StateStream"]
@@ -246,6 +248,14 @@ class StateStream(ElasticState):
     # ---- tentative results (dstream.streams.tentative_pass) --------------------------------------
     _loss_rule = "state"
 
+    def _section_marks(self) -> SectionMarks:
+        """The section marks a merge's union reads: a tentative pass's own (see
+        :class:`~dstream.streams.tentative_pass.TentativePass`), else the program's."""
+        tentative = current_pass()
+        if tentative is not None and tentative.marks is not None:
+            return tentative.marks
+        return self._graph.runtime.marks
+
     def _tentative_step(
         self, time: Time, previous: RDD[Any], times: list[Time], saved: Saved | None
     ) -> RDD[Any]:
@@ -272,20 +282,20 @@ class StateStream(ElasticState):
             exact = self.state_rdd(chain.exact_time)
             if exact is None:
                 return None
-            times = [
-                chain.exact_time + slide * (i + 1)
-                for i in range((time - chain.exact_time).ms // slide.ms)
-            ]
+            times = _since(chain.exact_time, time, slide)
             previous, saved = surviving(exact), self._read_back_from(chain, time)
             chain.missing = {}
-        elif newest is not None and newest[0] == time - slide:
-            previous, saved, times = newest[1], None, [time]
+        elif newest is not None and newest[0] < time:
+            # On the newest tentative state, with the input of every interval since: the
+            # controller skips an interval whose exact results all came first (#61 item 5:
+            # a skipped interval had left every later one without a tentative result).
+            previous, saved, times = newest[1], None, _since(newest[0], time, slide)
         else:
             exact = self.state_rdd(chain.exact_time)
-            if exact is None or chain.exact_time != time - slide:
+            if exact is None or chain.exact_time >= time:
                 return None
             previous, saved = surviving(exact, chain.lost), self._read_back_from(chain, time)
-            times = [time]
+            times = _since(chain.exact_time, time, slide)
         rdd = self._tentative_step(time, previous, times, saved)
         rdd.persist(memory_only())
         tentative.persisted.append(rdd)
@@ -358,3 +368,8 @@ class StateStream(ElasticState):
         self._restore_schedule(state, old_count)
         self._recovery.restore(state, self._restore_log)
         self._restoring = True
+
+
+def _since(after: Time, upto: Time, slide: Duration) -> list[Time]:
+    """The intervals of a stream sliding by ``slide`` after ``after``, up to ``upto``."""
+    return [after + slide * (i + 1) for i in range((upto - after).ms // slide.ms)]

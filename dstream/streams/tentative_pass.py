@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from dstream.streams.base import DStreamCore
+    from dstream.streams.copartitioned import SectionMarks
     from dstream.streams.graph import DStreamGraph
 
 __all__ = [
@@ -179,12 +180,22 @@ class TentativePass:
     """One interval's tentative evaluation (see the module docstring)."""
 
     def __init__(
-        self, graph: DStreamGraph, time: Time, affected: set[int], chains: dict[int, StateChain]
+        self,
+        graph: DStreamGraph,
+        time: Time,
+        affected: set[int],
+        chains: dict[int, StateChain],
+        marks: SectionMarks | None = None,
     ) -> None:
         self.graph = graph
         self.time = time
         self.affected = affected
         self.chains = chains
+        # The section marks the pass's state merges read (None: the program's). The
+        # program's are a cached shuffle that the loss took too; the exact jobs recompute
+        # them in their pool, behind the recomputation, and a tentative merge that shared
+        # them waited there (#61 item 5): an episode has its own, computed in its pool.
+        self.marks = marks
         self._rdds: dict[tuple[int, int], RDD[Any] | None] = {}
         self._losses: dict[tuple[int, int], Loss] = {}
         self._token: contextvars.Token[TentativePass | None] | None = None

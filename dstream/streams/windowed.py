@@ -188,7 +188,7 @@ class ReducedWindowedDStream(StateStream):
         for u in times:
             rdd = self._interval(u)
             groups.append([] if rdd is None else [self._fit(rdd, count, self._schedule.at(u.ms))])
-        union = sectioned_union(self._graph.runtime.marks, count, groups)
+        union = sectioned_union(self._section_marks(), count, groups)
         func, inv = self._func, self._inv
         times_ms, keep_after_ms = [u.ms for u in times], (time - self._spec.window).ms
         wrap, counter = substitution(saved), self._section_counter(times, saved)

@@ -8,7 +8,7 @@ executor, so no state was lost and, rightly, no tentative result was given.
 
 While the lost state partitions are recomputed each output delivers tentative results
 whose fidelity (PPA's Eq. 4) is within 0.1 of their measured accuracy against the exact
-answer; every interval's exact result equals the oracle computed from the rate source's
+answer, for at least half of the intervals due while it is recomputed; every interval's exact result equals the oracle computed from the rate source's
 generator and is delivered exactly once. How soon the tentative results come, the cost
 without a failure and the replica planner against a priority-blind plan are measured in
 bench/engine/tentative.py (timings are not asserted here).
@@ -90,6 +90,20 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
                 print(f"{kind} {t}: fidelity {slot['fidelity']:.3f} measured {measured:.3f}")
                 assert abs(measured - slot["fidelity"]) <= 0.1, (kind, t, measured, slot)
     assert tentative >= 2 and first, "no tentative result was delivered"
+    # Coverage (#61 item 5): of the intervals due while the lost state was recomputed (the
+    # exact top-k call began after the kill: one begun before closed its interval to a
+    # tentative result), at least half got a tentative top-k. It was 1 of 8 in
+    # bench/engine/tentative_delay.py: an interval skipped because its exact result came
+    # first left every later one without a tentative result, and the passes' state merges
+    # waited for the exact jobs' recomputation of the shared section marks.
+    late = [
+        t
+        for t, slot in outputs["top"].items()
+        if "exact" in slot and int(t) + slot["exact_began_ms"] > result["killed_at_ms"]
+    ]
+    covered = [t for t in late if "tentative" in outputs["top"][t]]
+    print(f"coverage: {len(covered)} of {len(late)} late intervals")
+    assert late and 2 * len(covered) >= len(late), (covered, late, result["controller"])
     # The listener heard them too, naming what each was computed without.
     labels = {i["label"].split(" at ")[0] for i in result["listener"]}
     assert "foreachRDD" in labels and labels <= {"foreachRDD", "saveAsTextFiles"}, labels

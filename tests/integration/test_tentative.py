@@ -195,11 +195,13 @@ def test_a_tentative_result_that_would_come_after_its_exact_one_is_dropped(
     """The race of issue #61: the tentative pass of interval 7 gets to its outputs only
     after their exact results of 7 were delivered (the interval still pending behind a third
     output). The foreachRDD is not called with the tentative result and saveAsTextFiles
-    writes no tentative directory: both are dropped."""
+    writes no tentative directory: both are dropped. Interval 8 still gets its tentative
+    result, its state folding 7 and 8 into what survived of 6 (#61 item 5: an interval
+    skipped so had left every later one of the episode without one)."""
     monkeypatch.setattr(TentativeController, "_estimate", lambda self, found: 10.0)
     monkeypatch.setattr(TentativeController, "_recover", lambda self, found: None)
-    seven = T0 + 7 * B
-    exact_done = {0: threading.Event(), 1: threading.Event()}
+    seven, eight = T0 + 7 * B, T0 + 8 * B
+    exact_done = {1: threading.Event(), 2: threading.Event()}
     emitted = threading.Event()
     emit = TentativeController._emit
 
@@ -219,6 +221,7 @@ def test_a_tentative_result_that_would_come_after_its_exact_one_is_dropped(
     pairs = ssc.textFileStream(str(place / "in")).flatMap(str.split).map(lambda w: (w, 1))
     totals = pairs.updateStateByKey(lambda new, old: (old or 0) + sum(new), 2).checkpoint(4)
     got = Collect()
+    hold_exact(pairs, eight, [got])
     totals.foreachRDD(got, tentative=True)
     out = place / "out"
     totals.saveAsTextFiles(str(out / "totals"), "txt", tentative=True)
@@ -248,22 +251,34 @@ def test_a_tentative_result_that_would_come_after_its_exact_one_is_dropped(
         engine = engine_of(ssc)
         engine.checkpointer.wait_idle(60)
         state = next(s for s in engine.graph.streams if isinstance(s, StateDStream))
-        lose_partition(sc, state.state_rdd(Time(T0 + 6 * B)), 0)
+        six = state.state_rdd(Time(T0 + 6 * B))
+        holds = six.mapPartitionsWithIndex(lambda i, kv: [k for k, _ in kv] if i == 0 else [])
+        lost = set(holds.collect())
+        lose_partition(sc, six, 0)
         assert engine.tentative is not None
         engine.tentative.executor_lost("a lost executor")
         clock.advance(B)
-        assert ssc.wait_for_batch(Time(seven), 60)
+        clock.advance(B)  # 8 is due while 7 is pending: the episode goes on past 7
+        assert ssc.wait_for_batch(Time(eight), 60)
         assert emitted.is_set()
         engine.bus.wait_until_empty(60)
         ssc.awaitTerminationOrTimeout(0)
     finally:
         ssc.stop(stopSparkContext=False)
 
-    assert got.calls == [(T0 + i * B, "exact") for i in range(1, 8)]
+    exact_calls = [(T0 + i * B, "exact") for i in range(1, 9)]
+    assert got.calls == [*exact_calls[:7], (eight, "tentative"), exact_calls[7]]
     assert got.exact[seven] == dict(counts(1, 7))
-    assert seven not in heard
+    assert seven not in heard and eight in heard
+    # Interval 8's tentative state: partition 0 read back from the checkpoint at 4, then
+    # 7 and 8 folded in; the other partition as it survived at 6, then 7 and 8.
+    assert lost and set(WORDS) - lost
+    want = {w: n for w, n in counts(1, 8).items() if w not in lost}
+    want |= {w: n for w, n in (counts(1, 4) + counts(7, 8)).items() if w in lost}
+    assert got.tentative[eight][0] == want
+    assert got.exact[eight] == dict(counts(1, 8))
     assert sorted(p.name for p in out.iterdir()) == [
-        f"totals-{T0 + i * B}.txt" for i in range(1, 8)
+        f"totals-{T0 + i * B}.txt" for i in range(1, 9)
     ]
 
 
