@@ -4,7 +4,7 @@
 # ranges for that Python (numpy, pyarrow, pandas, cloudpickle as a user would get them),
 # as of RESOLVED_AS_OF so that a release made since cannot turn CI red (move it forward to
 # try newer ones), with pyspark held at the lock's version: its wheel, built from the
-# 400 MB sdist by `make setup`, is in uv's cache, so nothing is built again.
+# 400 MB sdist by `make setup`, is in uv's cache and installed from there offline.
 #
 #   bash scripts/fast-tier.sh 3.13
 #
@@ -25,6 +25,10 @@ rm -rf "$root/fast-dist" "$env"
 .venv/bin/uv build --offline --quiet --wheel --out-dir "$root/fast-dist" .
 wheel="$(ls "$root"/fast-dist/pyspark_dstream-*.whl)"
 .venv/bin/uv venv --quiet --python "$python" "$env"
+# pyspark first and --offline, from the wheel `make setup` built: uv revalidates the sdist's
+# HTTP revision when online, and a new revision is a new 400 MB build (90 s, 2.7 GB of cache
+# each run: a CI run ran out of disk building it). The second install finds it installed.
+.venv/bin/uv pip install --offline --quiet --python "$env/bin/python" "$(grep '^pyspark==' requirements.lock)"
 .venv/bin/uv pip install --quiet --python "$env/bin/python" --exclude-newer "$RESOLVED_AS_OF" \
   "$(grep '^pyspark==' requirements.lock)" "$wheel[kafka,hdfs]" pandas pyarrow \
   "pytest>=8,<10" "hypothesis>=6.100,<7"
