@@ -136,6 +136,9 @@ def breakdown(result: dict[str, Any], output: str = "top") -> dict[str, Any]:
         "episode_from_kill_ms": None if episode is None else episode - killed_at,
         "intervals": rows,
         "due": len(due(result, output)) if episode is not None else 0,
+        # The controller's log (seconds from the run's start): each pass's own timing
+        # (graph lock, built, states read back, outputs), drops, the episode's end.
+        "controller_log": list(result["controller"]),
     }
 
 
@@ -164,6 +167,8 @@ def show(b: dict[str, Any]) -> None:
         cells = "  ".join(f"{r[p]:>10}" for p in PHASES)
         head = f"{r['time']}  {r['after_end_ms']:>9}  {r['from_ms']:>4}"
         print(f"{head}  {cells}  {r['behind_task_ms']}")
+    for line in b.get("controller_log", ()):
+        print(f"  {line[:200]}")
 
 
 def main() -> int:
