@@ -46,10 +46,10 @@ from bench.peers.harness import (
     versions,
     work_dir,
 )
-from bench.peers.outputs import Output, fold, judge, latency_summary
+from bench.peers.outputs import Output, fold, judge, latency_summary, percentile
 from bench.peers.records import Pool, oracle
 
-__all__ = ["back_on_schedule", "recovery_figure"]
+__all__ = ["back_on_schedule", "latency_timeline", "recovery_figure"]
 
 
 def back_on_schedule(outputs: list[Output], killed_ms: int, bound_ms: int) -> int | None:
@@ -63,6 +63,28 @@ def back_on_schedule(outputs: list[Output], killed_ms: int, bound_ms: int) -> in
         elif since is None:
             since = o.arrived
     return since
+
+
+def latency_timeline(
+    outputs: list[Output], killed_ms: int, step_ms: int = 5000, before_ms: int = 10_000
+) -> list[dict[str, Any]]:
+    """p95 end-to-end latency of the lines that arrived in each ``step_ms`` from
+    ``before_ms`` before the kill to the last line: how far behind a system fell and when it
+    came back, where :func:`back_on_schedule` gives only the moment (or None, when a system
+    was at the bound before the kill too)."""
+    rows: dict[int, list[int]] = {}
+    for o in outputs:
+        if o.arrived >= killed_ms - before_ms:
+            rows.setdefault((o.arrived - killed_ms) // step_ms, []).append(o.arrived - o.ts)
+    return [
+        {
+            "from_s": k * step_ms / 1000,
+            "lines": len(v),
+            "p95_ms": percentile(v, 95),
+            "max_ms": max(v),
+        }
+        for k, v in sorted(rows.items())
+    ]
 
 
 def executors(session: int) -> list[int]:
@@ -182,6 +204,7 @@ def recover_one(args: argparse.Namespace, system: System) -> dict[str, Any]:
         "back_on_schedule_ms": back,
         "recovery_s": None if back is None else (back - events["killed_ms"]) / 1000,
         "latency_before": latency_summary(before[len(before) // 2 :]),
+        "latency_timeline": latency_timeline(outs, events["killed_ms"]),
         "verdict": v.to_json(),
     }
     print(

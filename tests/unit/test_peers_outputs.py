@@ -86,3 +86,20 @@ def test_topk_is_exact_but_for_ties_at_the_last_place() -> None:
     wrong = [o for o in (parse_line(f"k 9 {w} {c} 0", 0) for w, c in [("a", 5), ("e", 1)]) if o]
     v = judge_top(wrong, want, 3)
     assert (v.exact, v.unexpected, v.lost) == (1, 1, 1) and not v.ok
+
+
+def test_the_latency_timeline_gives_each_steps_p95_from_before_the_kill() -> None:
+    from bench.peers.outputs import Output
+    from bench.peers.recovery import latency_timeline
+
+    def line(arrived: int, latency: int) -> Output:
+        return Output("t", "k", 1, arrived - latency, arrived)
+
+    outs = [line(100, 5), line(900, 50), line(1000, 400), line(1500, 300), line(2100, 20)]
+    # Steps of 1 s from 0.5 s before the kill at 1000: the line at 100 is older, left out.
+    rows = latency_timeline(outs, killed_ms=1000, step_ms=1000, before_ms=500)
+    assert [(r["from_s"], r["lines"], r["max_ms"]) for r in rows] == [
+        (-1.0, 1, 50),
+        (0.0, 2, 400),
+        (1.0, 1, 20),
+    ]
