@@ -2,10 +2,11 @@
 
 One program on local[2], on the system clock (durations are measured on the program's
 clock, so a ManualClock would show 0 ms), 2 s intervals: each interval is the same cached
-RDD of ``--records`` ``(word, count)`` pairs (each word once) in 4 partitions, written by both outputs (text
-first, then the table, every interval: same data, same JVM, same moment). Each output
-operation's duration is taken from the listener (``onOutputOperationCompleted``), the first
-``--warmup`` intervals dropped; medians and the ratio printed, and written to
+RDD of ``--records`` ``(word, count)`` pairs (each word once) in 4 partitions, written by
+both outputs (text first, then the table, every interval: same data, same JVM, same
+moment). Each output operation's duration is taken from the listener
+(``onOutputOperationCompleted``), the first ``--warmup`` intervals dropped; medians and the
+ratio printed, and written to
 ``bench/results/table_output.json`` (``--mode upsert``: the table keyed by word, written to
 ``table_output-upsert.json``).
 
