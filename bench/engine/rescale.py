@@ -21,6 +21,7 @@ import argparse
 import json
 import statistics
 import sys
+from pathlib import Path
 from typing import Any
 
 from bench.paper.faults import RESULTS, plot, runs, series
@@ -48,7 +49,9 @@ def main() -> int:
         help="seconds between rescale() and the rescale interval (testbed.faults "
         "--settle-after-rescale)",
     )
-    p.add_argument("--out", default=None, help="default: bench/results/rescale[-Nx].json")
+    p.add_argument(
+        "--out", default=None, help="a name in bench/results or a path; default rescale[-Nx].json"
+    )
     args = p.parse_args()
     common = dict(
         intervals=args.intervals,
@@ -116,9 +119,12 @@ def main() -> int:
     suffix = "" if args.executors == 3 else f"-{args.executors}x"
     if args.paired:
         suffix += "-paired"
-    out_name = args.out or f"rescale{suffix}.json"
+    # --out: a file name in bench/results, or a path (the plot beside it, same stem).
+    name = args.out or f"rescale{suffix}.json"
+    out = Path(name) if "/" in name else RESULTS / name
+    out.parent.mkdir(parents=True, exist_ok=True)
     plot(
-        RESULTS / out_name.replace(".json", ".png"),
+        out.with_suffix(".png"),
         f"keyed WordCount: 4 -> 8 after {args.up}, 8 -> 4 after {args.down}",
         lines,
         at["4 -> 8"],
@@ -147,7 +153,7 @@ def main() -> int:
             }
             for name, i in at.items()
         }
-    (RESULTS / out_name).write_text(json.dumps(result, indent=1) + "\n")
+    out.write_text(json.dumps(result, indent=1) + "\n")
     if args.breakdown:
         for rescale, b in result["breakdown"].items():
             print(f"\n{rescale}, interval {at[rescale]}: medians over the runs\n")
