@@ -35,7 +35,7 @@ import statistics
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dstream.listener import TentativeOutputInfo
 from dstream.recovery.compatibility import left_out
@@ -56,14 +56,49 @@ if TYPE_CHECKING:
     from dstream.streams.output import OutputDStream
     from dstream.streams.state_base import StateStream
 
-__all__ = ["EXACT_POOL", "PLAN_EVERY", "TENTATIVE_POOL", "ReplicaBudget", "TentativeController"]
+__all__ = [
+    "EXACT_POOL",
+    "PLAN_EVERY",
+    "TENTATIVE_POOL",
+    "NewestSlot",
+    "ReplicaBudget",
+    "TentativeController",
+]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TENTATIVE_POOL, EXACT_POOL = "dstream-tentative", "dstream-exact"
 PLAN_EVERY = 5  # intervals between two replica plans
 # How long after an executor's loss the block manager master may still list its blocks.
 _SETTLE_S, _SETTLE_TRIES = 0.2, 15
+
+
+class NewestSlot(Generic[T]):
+    """One item waiting for a worker: a newer one takes its place. Tentative passes are
+    newest first: a pass takes about an interval's work on the executors that are left
+    (seconds on two cores), so passes queued one per interval fell further behind with
+    each interval (bench/engine/tentative_delay.py: the waits before a pass grew 4.5, 8.0,
+    14.6, 17.2, 20.1 s), while a newer interval's tentative result is worth more than an
+    older one's, whose exact result comes sooner anyway. One pass serves whichever
+    interval is newest when the worker gets to it, building on the chain's newest
+    tentative state with the input of every interval since (StateStream._tentative)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._item: T | None = None
+
+    def put(self, item: T) -> bool:
+        """Wait in the slot; True if it was empty (the caller then schedules a take)."""
+        with self._lock:
+            empty, self._item = self._item is None, item
+        return empty
+
+    def take(self) -> T | None:
+        """The item waiting (None if none), the slot empty after."""
+        with self._lock:
+            item, self._item = self._item, None
+        return item
 
 
 class TentativeController:
@@ -100,6 +135,7 @@ class TentativeController:
         self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
         self._completed: set[int] = set()
         self._recovering = threading.Event()
+        self._next_emit: NewestSlot[Time] = NewestSlot()  # the interval a pass waits for
         self._results = TentativeResults(graph, services)
         self._replicas = ReplicaBudget(graph, self._states, self._tentative_outputs)
         self.episodes = 0
@@ -162,9 +198,20 @@ class TentativeController:
         if self._chains and self._guarded(self._want, time):
             waits, self._recovery_waits = self._recovery_waits, None
             if waits is None:
-                self._submit(self._emit, time)
+                self._emit_newest_later(time)
             else:
                 self._submit(self._first_results, [time], waits)
+
+    def _emit_newest_later(self, time: Time) -> None:
+        """``time``'s tentative results, or a newer interval's (:class:`NewestSlot`)."""
+        if self._next_emit.put(time):
+            self._submit(self._emit_slot)
+
+    def _emit_slot(self) -> None:
+        """On the worker: the newest interval waiting in the slot, if any."""
+        time = self._next_emit.take()
+        if time is not None:
+            self._emit(time)
 
     def on_completed(self, time: Time) -> None:
         self._guarded(self._on_completed, time)
@@ -271,26 +318,10 @@ class TentativeController:
             self._begin(still, outputs, executor, self._graph.batch_duration.total_seconds())
 
     def _estimate(self, found: dict[int, tuple[Time, frozenset[int]]]) -> float:
-        """Seconds to recompute what was lost: each lost state's lineage since its
-        checkpoint, at the recent cost of an interval on the executors that are left, for
-        the share of partitions lost."""
         assert self._scheduler is not None
-        recent = self._scheduler.recent_work_ms()
-        alive, most = self._capacity()
-        per_interval = (statistics.median(recent) / 1000) if recent else 1.0
-        per_interval *= max(1, most) / max(1, alive)
-        by_id = {s.id: s for s in self._states()}
-        worst = 0.0
-        for sid, (exact_time, lost) in found.items():
-            state = by_id[sid]
-            since = state.published_ms
-            if since is None:
-                assert state.zero_time is not None
-                since = state.zero_time.ms
-            depth = (exact_time.ms - since) // state.slide_duration.ms
-            share = len(lost) / max(1, state.partitions_at(exact_time))
-            worst = max(worst, depth * per_interval * share)
-        return worst
+        return recompute_seconds(
+            self._states(), found, self._scheduler.recent_work_ms(), *self._capacity()
+        )
 
     def _begin(
         self,
@@ -352,8 +383,8 @@ class TentativeController:
         )
         self._emit(times[0])
         recovery.start()
-        for time in times[1:]:
-            self._emit(time)
+        if len(times) > 1:  # newest first, as for the intervals that follow
+            self._emit(times[-1])
 
     def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:
         """Recompute the lost partitions, the states carrying the most weighted fidelity
@@ -447,6 +478,7 @@ class TentativeController:
             self._submit(self._marks.release)
             self._marks = None
         self._recovery_waits = None
+        self._next_emit.take()  # an interval waiting for a pass of this episode: none
         self._recovering.clear()
         return pins, chains
 
@@ -525,6 +557,32 @@ class ReplicaBudget:
             "replica budget: %s",
             {s.label: sorted(s.replicated) for s in self._states() if s.replicated},
         )
+
+
+def recompute_seconds(
+    states: list[StateStream],
+    found: dict[int, tuple[Time, frozenset[int]]],
+    recent_ms: list[int],
+    alive: int,
+    most: int,
+) -> float:
+    """Seconds to recompute what was lost: each lost state's lineage since its checkpoint,
+    at the recent cost of an interval (``recent_ms``) on the ``alive`` executors that are
+    left of the ``most`` there have been, for the share of partitions lost."""
+    per_interval = (statistics.median(recent_ms) / 1000) if recent_ms else 1.0
+    per_interval *= max(1, most) / max(1, alive)
+    by_id = {s.id: s for s in states}
+    worst = 0.0
+    for sid, (exact_time, lost) in found.items():
+        state = by_id[sid]
+        since = state.published_ms
+        if since is None:
+            assert state.zero_time is not None
+            since = state.zero_time.ms
+        depth = (exact_time.ms - since) // state.slide_duration.ms
+        share = len(lost) / max(1, state.partitions_at(exact_time))
+        worst = max(worst, depth * per_interval * share)
+    return worst
 
 
 def downstream(graph: DStreamGraph, roots: set[int]) -> set[int]:

@@ -287,8 +287,8 @@ class StateStream(ElasticState):
             chain.missing = {}
         elif newest is not None and newest[0] < time:
             # On the newest tentative state, with the input of every interval since: the
-            # controller skips an interval whose exact results all came first (#61 item 5:
-            # a skipped interval had left every later one without a tentative result).
+            # controller skips an interval whose exact results all came first, and those a
+            # newer one overtook while a pass ran (newest first; #61 item 5).
             previous, saved, times = newest[1], None, _since(newest[0], time, slide)
         else:
             exact = self.state_rdd(chain.exact_time)
