@@ -276,7 +276,10 @@ def test_backpressure_caps_each_interval_at_the_learned_rate_and_loses_nothing(
         t = h.run_batches(1)
         assert done.wait(t.ms)
         rate = source._node._rate_limit
-        assert rate is not None and rate >= 100
+        # A rate is learnt; its value is the records processed per second of wall clock,
+        # which a loaded machine lowers (59-97 under a load of 20-35, where ">= 100" failed):
+        # what the design promises is the cap that follows from it, checked below.
+        assert rate is not None and rate > 0
         assert h.ssc.lastProgress["sources"][0]["rateLimit"] == round(rate, 1)
         allowance = max(1, int(rate * h.batch_ms / 1000))
         total = first + 3 * allowance + 7
