@@ -35,7 +35,7 @@ import statistics
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from dstream.listener import TentativeOutputInfo
 from dstream.recovery.compatibility import left_out
@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 TENTATIVE_POOL, EXACT_POOL = "dstream-tentative", "dstream-exact"
 PLAN_EVERY = 5  # intervals between two replica plans
@@ -74,31 +73,35 @@ PLAN_EVERY = 5  # intervals between two replica plans
 _SETTLE_S, _SETTLE_TRIES = 0.2, 15
 
 
-class NewestSlot(Generic[T]):
-    """One item waiting for a worker: a newer one takes its place. Tentative passes are
-    newest first: a pass takes about an interval's work on the executors that are left
-    (seconds on two cores), so passes queued one per interval fell further behind with
-    each interval (bench/engine/tentative_delay.py: the waits before a pass grew 4.5, 8.0,
-    14.6, 17.2, 20.1 s), while a newer interval's tentative result is worth more than an
-    older one's, whose exact result comes sooner anyway. One pass serves whichever
-    interval is newest when the worker gets to it, building on the chain's newest
-    tentative state with the input of every interval since (StateStream._tentative)."""
+class NewestSlot:
+    """The one interval waiting for a tentative pass: a newer one takes its place, an older
+    one does not. Tentative passes are newest first: a pass takes about an interval's work
+    on the executors that are left (seconds on two cores), so passes queued one per
+    interval fell further behind with each interval (bench/engine/tentative_delay.py: the
+    waits before a pass grew 4.5, 8.0, 14.6, 17.2, 20.1 s), while a newer interval's
+    tentative result is worth more than an older one's, whose exact result comes sooner
+    anyway. One pass serves whichever interval is newest when the worker gets to it,
+    building on the chain's newest tentative state with the input of every interval since
+    (StateStream._tentative)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._item: T | None = None
+        self._time: Time | None = None
 
-    def put(self, item: T) -> bool:
-        """Wait in the slot; True if it was empty (the caller then schedules a take)."""
+    def put(self, time: Time) -> bool:
+        """Wait in the slot unless a newer interval does; True if the slot was empty (the
+        caller then schedules a take)."""
         with self._lock:
-            empty, self._item = self._item is None, item
-        return empty
+            waiting = self._time
+            if waiting is None or time > waiting:
+                self._time = time
+        return waiting is None
 
-    def take(self) -> T | None:
-        """The item waiting (None if none), the slot empty after."""
+    def take(self) -> Time | None:
+        """The interval waiting (None if none), the slot empty after."""
         with self._lock:
-            item, self._item = self._item, None
-        return item
+            time, self._time = self._time, None
+        return time
 
 
 class TentativeController:
@@ -135,7 +138,7 @@ class TentativeController:
         self._recovery_waits: dict[int, tuple[Time, frozenset[int]]] | None = None
         self._completed: set[int] = set()
         self._recovering = threading.Event()
-        self._next_emit: NewestSlot[Time] = NewestSlot()  # the interval a pass waits for
+        self._next_emit = NewestSlot()  # the interval a pass waits for
         self._results = TentativeResults(graph, services)
         self._replicas = ReplicaBudget(graph, self._states, self._tentative_outputs)
         self.episodes = 0
@@ -383,8 +386,8 @@ class TentativeController:
         )
         self._emit(times[0])
         recovery.start()
-        if len(times) > 1:  # newest first, as for the intervals that follow
-            self._emit(times[-1])
+        if len(times) > 1:  # newest first, unless a newer one came meanwhile
+            self._emit_newest_later(times[-1])
 
     def _recover(self, found: dict[int, tuple[Time, frozenset[int]]]) -> None:
         """Recompute the lost partitions, the states carrying the most weighted fidelity
