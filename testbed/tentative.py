@@ -306,6 +306,17 @@ def main(argv: list[str] | None = None) -> int:
         # Let the exact results of the intervals generated so far arrive.
         last = engine_of(ssc).scheduler
         assert last is not None
+        controller = engine_of(ssc).tentative
+        if controller is not None and args.kill:
+            # Then those of the intervals the episode's passes served: each pass serves the
+            # newest interval generated (NewestSlot), later than the run's end when the
+            # episode outlasts it, and its tentative result is checked against the exact
+            # one only once that has come. The episode ends on the loop as an interval
+            # completes: wait interval by interval until it did.
+            waited = last.last_generated
+            while controller.recovering and waited is not None:
+                assert ssc.wait_for_batch(waited, 300), f"the interval at {waited} not done in 300 s"
+                waited = waited + Duration(args.batch * 1000)
         generated = last.last_generated
         if generated is not None:
             ssc.wait_for_batch(generated, 300)

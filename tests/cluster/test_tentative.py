@@ -8,8 +8,11 @@ executor, so no state was lost and, rightly, no tentative result was given.
 
 While the lost state partitions are recomputed each output delivers tentative results
 whose fidelity (PPA's Eq. 4) is within 0.1 of their measured accuracy against the exact
-answer, for at least half of the intervals due while it is recomputed; every interval's exact result equals the oracle computed from the rate source's
-generator and is delivered exactly once. How soon the tentative results come, the cost
+answer, each before its interval's exact result; every interval's exact result equals the
+oracle computed from the rate source's generator and is delivered exactly once. The run
+waits for the episode to end and for the exact results of the intervals its passes served
+(the newest, later than the run's 22 s when the episode outlasts them: a CI run stopped
+before those came and checked one tentative result). How soon the tentative results come, the cost
 without a failure and the replica planner against a priority-blind plan are measured in
 bench/engine/tentative.py (timings are not asserted here).
 """
@@ -89,7 +92,8 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
                 # (issue #61: 0.681 against 0.343 there, its survivors taken too early).
                 print(f"{kind} {t}: fidelity {slot['fidelity']:.3f} measured {measured:.3f}")
                 assert abs(measured - slot["fidelity"]) <= 0.1, (kind, t, measured, slot)
-    assert tentative >= 2 and first, "no tentative result was delivered"
+    print("\n".join(result["controller"]))  # shown when the run fails: what each pass did
+    assert tentative >= 2 and first, "fewer than two tentative results"
 
     # Coverage (#61 item 5): of the intervals whose exact top-k call began after the kill,
     # how many got a tentative one first. A CI run asserted at least half and saw 1 of 4:
