@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
             # completes: wait interval by interval until it did.
             waited = last.last_generated
             while controller.recovering and waited is not None:
-                assert ssc.wait_for_batch(waited, 300), f"the interval at {waited} not done in 300 s"
+                done = ssc.wait_for_batch(waited, 300)
+                assert done, f"the interval at {waited} not done in 300 s"
                 waited = waited + Duration(args.batch * 1000)
         generated = last.last_generated
         if generated is not None:
