@@ -11,6 +11,8 @@
 #               as tests/integration/test_pythons.py)
 #   make test-full  make test, then the long fault runs (tests marked `full`, and the
 #               20-trial early-kill run)
+#   make test-cpu  make test with each test's CPU time, its processes' included, into
+#               build/suite-cpu.json (scripts/suite_cpu.py): where the suite's time goes
 #   make peers  PyFlink and Bytewax in build/peers-venv for bench/peers (python -m bench.peers)
 #   make traffic  the traffic-estimation app (online EM, apps/traffic) on a generated city
 PYTHON ?= python3
@@ -23,7 +25,7 @@ STAMP  := $(VENV)/.installed
 UV_VERSION := 0.13.9
 UV     := $(VENV)/bin/uv
 
-.PHONY: dist docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full clean-install-smoke bench clean
+.PHONY: dist docs setup test-deps compile test-pythons fast-tier-newest shim executor-archive minicluster kafka browser run video traffic lint test test-fast test-full test-cpu clean-install-smoke bench clean
 
 setup: $(STAMP)
 
@@ -108,6 +110,11 @@ PYTEST_WORKERS := -n 2
 
 test: test-deps compile
 	$(PY) -m pytest -q -m "not full" $(PYTEST_WORKERS)
+
+# make test, each test charged the CPU of every process it started (scripts/suite_cpu.py).
+test-cpu: $(STAMP)
+	$(PY) scripts/suite_cpu.py --out build/suite-cpu.json -- \
+	  $(MAKE) test PYTEST_WORKERS='$(PYTEST_WORKERS) -p suite_cpu'
 
 # The long variants: every test, the early-kill trials 20 times per source.
 test-full: test-deps compile peers
