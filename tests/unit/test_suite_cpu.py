@@ -59,3 +59,23 @@ def test_a_reused_pid_is_a_new_process() -> None:
 def test_a_process_outside_every_pytest_process_is_listed_apart() -> None:
     tests, outside = charged({STRAY: (None, 5, 0)}, {STRAY: (None, 9, 0)})
     assert not tests and sum(outside.values()) == 4
+
+
+def test_two_workers_writing_their_tests_at_once_keep_both(tmp_path: Path, monkeypatch) -> None:
+    # Worker 2 writes its test between worker 1's write and rename (a shared temporary
+    # file once made worker 1's rename fail and stopped it).
+    monkeypatch.setenv(suite_cpu.ENV, str(tmp_path))
+    pid = iter([1, 1, 2, 2])
+    monkeypatch.setattr(suite_cpu.os, "getpid", lambda: next(pid))
+    replace = Path.replace
+    interleaved = []
+
+    def replace_after_the_other(self: Path, target: Path) -> Path:
+        if not interleaved:
+            interleaved.append(True)
+            suite_cpu._write("t::two")
+        return replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", replace_after_the_other)
+    suite_cpu._write("t::one")
+    assert suite_cpu.current_tests(tmp_path) == {1: "t::one", 2: "t::two"}
