@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 from py4j.java_gateway import JavaClass, JavaPackage
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
 
 # The classes PySpark names for every Python RDD, pair RDD and string conversion
 # (pyspark/core/rdd.py): by simple name (from its wildcard import of
@@ -57,6 +58,35 @@ def gateway_of(sc: Any) -> Any:
     """The Py4J gateway of ``sc`` (None once it is stopped). PySpark keeps it private
     (``SparkContext._gateway``); this is the one place that reads it."""
     return sc._gateway
+
+
+def live_conf(sc: Any) -> SparkConf:
+    """The settings of the running SparkContext ``sc``, read in place: a view over the
+    JVM's own SparkConf (two Py4J calls to reach it), each ``get`` then one or two.
+    ``sc.getConf()`` first copies every setting into a new SparkConf, ~3 Py4J calls a
+    setting (~150 for a context of 50 settings), at each call. For reading only: a setting
+    changed here would not reach the parts of the running context that read it at their
+    start."""
+    from pyspark import SparkConf
+
+    return SparkConf(_jconf=sc._jsc.sc().conf())
+
+
+def session_of(sc: Any) -> SparkSession:
+    """The SparkSession over ``sc``, made at the first call: a JVM runs one SparkContext,
+    so the builder's session is over it. ``builder.config(conf=sc.getConf())``, the way
+    it was asked before, copied every setting into the session again at each call (~5 Py4J
+    calls a setting, 5,000 calls in a chaos run writing a table every interval)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.getOrCreate()
+    if session.sparkContext is not sc:  # sc is not the JVM's running context: refuse
+        raise RuntimeError(
+            f"the SparkContext {sc.applicationId!r} is not the running one "
+            f"({session.sparkContext.applicationId!r}); a JVM runs one SparkContext: "
+            "give the running one"
+        )
+    return session
 
 
 def java_class(sc: Any, name: str) -> Any:
@@ -186,14 +216,29 @@ def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
     and Py4JJavaError (ClassNotFoundException) if that shim has no class ``name``.
     """
     jvm = sc._jvm
-    assert jvm is not None
-    if class_on_classpath(sc):
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        return jvm.java.lang.Class.forName(name, True, loader)
+    gateway = gateway_of(sc)
+    assert jvm is not None and gateway is not None
+    on_classpath = class_on_classpath(sc)
     path = SHIM_JAR if jar is None else Path(jar)
-    if not path.is_file():
-        raise ShimMissingError(path)
-    return recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
+    key = (name, None if on_classpath else str(path.resolve()))
+    with _loader_lock:
+        cached = _classes.get(key)
+    if cached is not None and cached[0] is gateway:
+        return cached[1]  # one handle per class: invoke_static's lookups are kept by it
+    if on_classpath:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        cls = jvm.java.lang.Class.forName(name, True, loader)
+    else:
+        if not path.is_file():
+            raise ShimMissingError(path)
+        cls = recorder_class_from_jar(sc, path).getClassLoader().loadClass(name)
+    with _loader_lock:
+        _classes[key] = (gateway, cls)
+    return cls
+
+
+# The shim's classes by (name, jar or None for the classpath), with the gateway they are of.
+_classes: dict[tuple[str, str | None], tuple[Any, Any]] = {}
 
 
 _shipped: set[str] = set()
@@ -217,22 +262,39 @@ def invoke_static(sc: SparkContext, cls: Any, method: str, *args: tuple[str, Any
     """Calls the static ``method`` of the Java class ``cls`` (from :func:`shim_class`) with
     ``args``, each given as (Java parameter type name, value), through reflection (Py4J's
     ``jvm.`` lookup does not see classes of the shim's own class loader). An exception thrown
-    by the method is raised as Py4JJavaError of its InvocationTargetException."""
+    by the method is raised as Py4JJavaError of its InvocationTargetException.
+
+    The reflected method is looked up once per class, name and parameter types (a lookup is
+    ~8 Py4J calls; :func:`share_kryo` calls for every shuffle of every interval): a call
+    is then the argument array and the invocation."""
     gateway = gateway_of(sc)
     jvm = sc._jvm
     assert gateway is not None and jvm is not None
-    loader = cls.getClassLoader()
-    types = gateway.new_array(jvm.java.lang.Class, len(args))
+    signature = tuple(type_name for type_name, _ in args)
+    key = (id(cls), method, signature)
+    with _lock:
+        found = _methods.get(key)
+    if found is None or found[0] is not cls:
+        loader = cls.getClassLoader()
+        types = gateway.new_array(jvm.java.lang.Class, len(args))
+        for i, type_name in enumerate(signature):
+            if type_name in _PRIMITIVES:
+                types[i] = getattr(jvm.java.lang, _PRIMITIVES[type_name]).TYPE
+            elif type_name.startswith("["):  # an array type: "[B" is byte[]
+                types[i] = jvm.java.lang.Class.forName(type_name)
+            else:
+                types[i] = loader.loadClass(type_name)
+        found = (cls, cls.getMethod(method, types))  # cls held: its id is not reused
+        with _lock:
+            _methods[key] = found
     values = gateway.new_array(jvm.java.lang.Object, len(args))
-    for i, (type_name, value) in enumerate(args):
-        if type_name in _PRIMITIVES:
-            types[i] = getattr(jvm.java.lang, _PRIMITIVES[type_name]).TYPE
-        elif type_name.startswith("["):  # an array type: "[B" is byte[]
-            types[i] = jvm.java.lang.Class.forName(type_name)
-        else:
-            types[i] = loader.loadClass(type_name)
+    for i, (_, value) in enumerate(args):
         values[i] = value
-    return cls.getMethod(method, types).invoke(None, values)
+    return found[1].invoke(None, values)
+
+
+# Reflected static methods by (id of their class's handle, name, parameter types).
+_methods: dict[tuple[int, str, tuple[str, ...]], tuple[Any, Any]] = {}
 
 
 # Parameter types invoke_static takes by their Java names, and the boxes holding their TYPE.
@@ -256,7 +318,7 @@ def share_kryo(rdd: Any) -> int:
     app = sc.applicationId
     with _kryo_lock:
         if app not in _kryo:
-            given = sc.getConf().get(SHARED_KRYO_CONF, "true")
+            given = live_conf(sc).get(SHARED_KRYO_CONF, "true")
             on = given.strip().lower()
             if on not in ("true", "false"):
                 raise ValueError(

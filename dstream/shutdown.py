@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from dstream.jvm import live_conf
+
 if TYPE_CHECKING:
     from dstream.context import StreamingContext
 
@@ -93,7 +95,7 @@ def _stop_all(running: Callable[[], Iterable[StreamingContext]]) -> None:
     for ssc in list(running()):
         try:
             graceful = graceful_on_shutdown(
-                ssc.sparkContext.getConf().get(STOP_GRACEFULLY_ON_SHUTDOWN)
+                live_conf(ssc.sparkContext).get(STOP_GRACEFULLY_ON_SHUTDOWN)
             )
         except ValueError as bad:
             log.warning("%s; stopping at once", bad)

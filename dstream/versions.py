@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dstream.jvm import live_conf
+
 __all__ = [
     "DISTRIBUTION",
     "PYSPARK_LINE",
@@ -96,7 +98,7 @@ def default_workers_python(sc: Any) -> bool:
     master = str(sc.master or "")
     if not master.startswith("local"):
         return False
-    if os.environ.get("PYSPARK_PYTHON") or sc.getConf().get("spark.pyspark.python"):
+    if os.environ.get("PYSPARK_PYTHON") or live_conf(sc).get("spark.pyspark.python"):
         return False
     if sc.pythonExec != "python3":  # pyspark's own default
         return False
@@ -147,7 +149,7 @@ def probe_executors(sc: Any) -> None:
 
     from dstream import __version__
 
-    python = sc.getConf().get("spark.pyspark.python") or sc.pythonExec
+    python = live_conf(sc).get("spark.pyspark.python") or sc.pythonExec
     try:
         found = sc.parallelize([0], 1).mapPartitions(_by_value(_executor_versions)).collect()
     except Exception as exc:

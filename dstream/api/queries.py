@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dstream.api.common import CommonOps
+from dstream.jvm import session_of
 from dstream.listener import StreamingListener
 from dstream.time import Time
 from dstream.timetext import parse_when
@@ -164,9 +165,7 @@ def _ceil(t: Time, slide_ms: int, zero_ms: int) -> Time:
 
 
 def _session(rdd: RDD[Any]) -> Any:
-    from pyspark.sql import SparkSession
-
-    return SparkSession.builder.config(conf=rdd.context.getConf()).getOrCreate()
+    return session_of(rdd.context)
 
 
 def to_row(record: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from dstream.jvm import session_of
 from dstream.storage.filesystem import filesystem_for
 from dstream.storage.parquet_table import (
     MODES,
@@ -201,6 +202,4 @@ def _schema_json(schema: object, sc: SparkContext) -> str | None:
 
 
 def _session(sc: SparkContext) -> SparkSession:
-    from pyspark.sql import SparkSession
-
-    return SparkSession.builder.config(conf=sc.getConf()).getOrCreate()
+    return session_of(sc)

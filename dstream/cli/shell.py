@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.cli.program import Program, ProgramError
 from dstream.dstream import handle_for
+from dstream.jvm import session_of
 from dstream.scheduler.engine import engine_of
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ __all__ = ["namespace", "run_shell"]
 
 def namespace(ssc: StreamingContext) -> dict[str, Any]:
     """The names the shell puts in scope for ``ssc``'s program."""
-    from pyspark.sql import SparkSession
 
     from dstream.time import Duration, Time
 
@@ -41,7 +41,7 @@ def namespace(ssc: StreamingContext) -> dict[str, Any]:
     names: dict[str, Any] = {
         "ssc": ssc,
         "sc": sc,
-        "spark": SparkSession.builder.config(conf=sc.getConf()).getOrCreate(),
+        "spark": session_of(sc),
         "streams": streams,
         "Time": Time,
         "Duration": Duration,

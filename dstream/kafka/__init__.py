@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from dstream.dstream import handle_for
 from dstream.functions import UserFunction, call_site, check_callable, guard
+from dstream.jvm import live_conf
 from dstream.kafka.client import KafkaClientMissingError, require_client, validate_params
 from dstream.kafka.ranges import (
     EARLIEST,
@@ -278,7 +279,7 @@ def _common(
     parse_offset_reset(params)  # fails now on a bad value
     offsets = normalize_from_offsets(from_offsets, topics)
     if max_per_partition is None:
-        rate = ssc.sparkContext.getConf().get("spark.streaming.kafka.maxRatePerPartition")
+        rate = live_conf(ssc.sparkContext).get("spark.streaming.kafka.maxRatePerPartition")
         if rate:
             per_interval = int(float(rate) * graph_of(ssc).batch_duration.ms / 1000)
             max_per_partition = max(1, per_interval)

@@ -34,6 +34,7 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dstream.jvm import live_conf
 from dstream.listener import (
     ReceiverInfo,
     StreamingListenerReceiverError,
@@ -345,7 +346,7 @@ class ReceiverInputDStream(InputDStream):
     def _info(
         self, active: bool, message: str = "", error: BaseException | None = None
     ) -> ReceiverInfo:
-        conf = self._graph.sc.getConf()
+        conf = live_conf(self._graph.sc)
         return ReceiverInfo(
             stream_id=self._id,
             receiver_name=f"BlockReceiver-{self._id}",

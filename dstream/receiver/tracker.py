@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from dstream.jvm import live_conf
 from dstream.receiver.protocol import CLIENT_ID_BYTES, recv_exactly
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class ExecutorReceivers:
         receiver = shim_class(self._sc, RECEIVER_CLASS)  # ShimMissingError names the fix
         # The executors load the receiver's class from the shim jar (fetched with the task).
         self._sc._jsc.sc().addJar(str(SHIM_JAR))
-        conf = self._sc.getConf()
+        conf = live_conf(self._sc)
         host = conf.get("spark.driver.host") or socket.gethostname()
         bind = conf.get("spark.driver.bindAddress") or host
         self._server = socket.create_server((bind, 0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from dstream.jvm import SHIM_JAR
+from dstream.jvm import SHIM_JAR, live_conf
 from dstream.scheduler.elastic import ElasticController
 from dstream.scheduler.monitor import (
     ExecutorMonitor,
@@ -42,7 +42,7 @@ def start_monitor(engine: Engine) -> ExecutorMonitor | None:
         if value is not None
     ]
     if engine.settings.elastic is not None and conf_flag(
-        engine.sc.getConf(), "spark.dynamicAllocation.enabled"
+        live_conf(engine.sc), "spark.dynamicAllocation.enabled"
     ):
         raise ValueError(
             "settings.elastic decides the executors, and so does Spark's dynamic "
@@ -82,7 +82,7 @@ def start_elastic(engine: Engine) -> None:
     """Backpressure and the elastic policy (dstream.scheduler.elastic), a listener on
     completed intervals; pyspark.streaming's spark.streaming.backpressure.* settings
     turn backpressure on too."""
-    conf = engine.sc.getConf()
+    conf = live_conf(engine.sc)
     backpressure = engine.settings.backpressure or conf_flag(
         conf, "spark.streaming.backpressure.enabled"
     )

@@ -19,6 +19,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dstream.jvm import live_conf
 from dstream.storage.journal import JournalRecord
 from dstream.streams.state_base import StateStream
 from dstream.time import Time
@@ -55,7 +56,7 @@ _DRIVER_ONLY = frozenset(
 
 def saved_spark_conf(sc: SparkContext) -> tuple[tuple[str, str], ...]:
     """The SparkContext's settings a restarted driver recreates its SparkContext with."""
-    pairs = sc.getConf().getAll()
+    pairs = live_conf(sc).getAll()
     return tuple(sorted((k, v) for k, v in pairs if k not in _DRIVER_ONLY))
 
 

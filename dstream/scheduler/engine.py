@@ -34,6 +34,7 @@ from dstream import shutdown
 from dstream.console import use_default_logging
 from dstream.errors import ContextStateError, StreamingJobError
 from dstream.functions import check_picklable
+from dstream.jvm import live_conf
 from dstream.listener import ListenerBus, StreamingListenerStreamingStarted
 from dstream.recovery.compatibility import check_program
 from dstream.scheduler.checkpointer import Checkpointer
@@ -94,7 +95,7 @@ class Engine(UsesServices):
     ) -> None:
         # dstream's log lines in Spark's console format, at spark.log.level, unless the
         # program configured logging (dstream.console).
-        use_default_logging(sc.getConf().get("spark.log.level"))
+        use_default_logging(live_conf(sc).get("spark.log.level"))
         self.batch_duration = batch_duration
         self.id = next(_ids)
         # Made once, handed down to the graph, the scheduler and the recovery episodes.
@@ -179,7 +180,7 @@ class Engine(UsesServices):
             )
             # A misspelt spark.streaming.stopGracefullyOnShutdown fails here, not at exit.
             shutdown.graceful_on_shutdown(
-                self.sc.getConf().get(shutdown.STOP_GRACEFULLY_ON_SHUTDOWN)
+                live_conf(self.sc).get(shutdown.STOP_GRACEFULLY_ON_SHUTDOWN)
             )
             check_picklable(graph.user_functions())
             probe_executors(self.sc)  # executors elsewhere run the driver's dstream

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dstream.jvm import live_conf
 from dstream.scheduler.shim import (
     ExecutorAdded,
     ExecutorRemoved,
@@ -134,7 +135,7 @@ class SparkExecutorControl:
         from dstream.sparkconf import conf_flag
 
         self._sc = sc
-        conf = sc.getConf()  # read when the SparkContext started: fixed from then on
+        conf = live_conf(sc)  # read when the SparkContext started: fixed from then on
         # Whether the SparkContext has decommissioning and block migration on
         # (dstream.sparkconf.DECOMMISSION): then remove() decommissions.
         self.decommissions = conf_flag(conf, "spark.decommission.enabled") and conf_flag(

@@ -49,6 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from dstream.jvm import live_conf
 from dstream.listener import BatchInfo, StreamingListener
 from dstream.scheduler.jobs import job_description, job_group
 from dstream.scheduler.progress import progress_record
@@ -296,7 +297,7 @@ class StreamingTabFeed(StreamingListener):
                 cause.getMessage() if cause is not None else exc,
             )
             return None
-        if str(sc.getConf().get("spark.ui.enabled", "true")).lower() == "false":
+        if str(live_conf(sc).get("spark.ui.enabled", "true")).lower() == "false":
             log.info(
                 "spark.ui.enabled is false: no Streaming tab; dstream's metrics are registered "
                 "as source %s",

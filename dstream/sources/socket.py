@@ -37,6 +37,7 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dstream.jvm import live_conf
 from dstream.listener import (
     ReceiverInfo,
     StreamingListenerReceiverError,
@@ -103,7 +104,7 @@ class SocketInputDStream(InputDStream):
     # ---- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
         self._stopping.clear()
-        conf = self._graph.sc.getConf()
+        conf = live_conf(self._graph.sc)
         self._location = conf.get("spark.driver.host") or socket.gethostname()
         self._thread = threading.Thread(
             target=self._receive_forever, name=f"dstream-receiver-{self._id}", daemon=True

@@ -36,19 +36,24 @@ def test_a_zip_without_the_jar_names_where_it_was_looked_for(tmp_path: Path) -> 
 
 
 class _Conf:
+    """The JVM SparkConf dstream.jvm.live_conf reads (sc._jsc.sc().conf())."""
+
     def __init__(self, value: str | None) -> None:
         self.value = value
 
     def get(self, key: str, default: str) -> str:
         return default if self.value is None else self.value
 
+    def sc(self) -> _Conf:
+        return self
+
+    def conf(self) -> _Conf:
+        return self
+
 
 class _Context:
     def __init__(self, app: str, value: str | None) -> None:
-        self.applicationId, self._conf = app, _Conf(value)
-
-    def getConf(self) -> _Conf:
-        return self._conf
+        self.applicationId, self._jsc = app, _Conf(value)
 
 
 class _RDD:

@@ -67,8 +67,18 @@ class FakeSparkContext:
         self.jobs = 0
         self._versions, self._error = versions, error
 
-    def getConf(self) -> dict[str, str]:
-        return {}
+    @property
+    def _jsc(self) -> FakeSparkContext:  # dstream.jvm.live_conf: sc._jsc.sc().conf()
+        return self
+
+    def sc(self) -> FakeSparkContext:
+        return self
+
+    def conf(self) -> FakeSparkContext:  # a JVM SparkConf with no settings
+        return self
+
+    def contains(self, key: str) -> bool:
+        return False
 
     def parallelize(self, data: object, slices: int) -> FakeSparkContext:
         return self
