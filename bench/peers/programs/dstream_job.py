@@ -72,6 +72,28 @@ def windowed(batches: Any, args: argparse.Namespace, prefix: int, k: int, emit: 
     counts.foreachRDD(output)
 
 
+class LazyProducer:
+    """A Kafka producer made at its first record. The driver's output functions are saved
+    with the program for driver recovery, and a confluent_kafka ``Producer`` cannot be
+    pickled: what is saved is the configuration, not the producer."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.producer: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config, "producer": None}
+
+    def produce(self, topic: str, lines: list[str]) -> None:
+        if self.producer is None:
+            from confluent_kafka import Producer
+
+            self.producer = Producer(self.config)
+        for line in lines:
+            self.producer.produce(topic, line.rstrip("\n").encode())
+        self.producer.flush()
+
+
 def main() -> int:
     args = common_args(__doc__ or "")
     from bench.common.spark import spark_context
@@ -84,8 +106,6 @@ def main() -> int:
     out = sys.stdout
     kafka = {"bootstrap.servers": args.bootstrap}
     if args.via == "kafka":
-        from confluent_kafka import Producer
-
         from dstream.kafka import createDirectBatchStream
 
         # dstream's Kafka source: each interval's offset ranges, journaled, read in the tasks.
@@ -94,7 +114,7 @@ def main() -> int:
             [f"{args.topic_prefix}-in"],
             {**kafka, "group.id": "peers-dstream", "auto.offset.reset": "earliest"},
         )
-        producer = Producer({**kafka, "linger.ms": 1})
+        producer = LazyProducer({**kafka, "linger.ms": 1})
     else:
         batches = ssc.textBatchStream(args.input)
 
@@ -103,9 +123,7 @@ def main() -> int:
         one record each to ``<prefix>-out`` (WordCount's and TopK's, which the driver
         assembles: the window's newest event time, the top of the tasks' tops)."""
         if lines and args.via == "kafka":
-            for line in lines:
-                producer.produce(f"{args.topic_prefix}-out", line.rstrip("\n").encode())
-            producer.flush()
+            producer.produce(f"{args.topic_prefix}-out", lines)
         elif lines:
             out.write("".join(lines))
             out.flush()
