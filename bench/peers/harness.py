@@ -82,6 +82,13 @@ SQL_TOTAL_KAFKA = (
 )
 
 
+SQL_TOPK_KAFKA = (
+    "Flink's planner refuses the Window Top-N over a processing-time window (\"Processing "
+    'time Window TopN is not supported yet", seen from the Kafka table on 2026-12-07); the '
+    "files path's query is the same over the same kind of window and was not run"
+)
+
+
 RTM_WORDCOUNT = (
     "not yet seen to work: rtm.py's event-time sliding window (update mode) printed nothing "
     "in its first check (2026-12-07, a busy machine); left out of --check until it is looked at"
@@ -133,7 +140,10 @@ SYSTEMS = {
             extra=("--execution-mode", "thread"),
         ),
         System(
-            "flink-sql", "flink_sql.py", peer=True, unsupported=(("total-kafka", SQL_TOTAL_KAFKA),)
+            "flink-sql",
+            "flink_sql.py",
+            peer=True,
+            unsupported=(("total-kafka", SQL_TOTAL_KAFKA), ("topk-kafka", SQL_TOPK_KAFKA)),
         ),
         System("bytewax", "bytewax_flow.py", peer=True),
         System(

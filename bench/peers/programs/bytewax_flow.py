@@ -99,20 +99,25 @@ class DirSource(FixedPartitionedSource[str, list[str]]):
         return _DirPartition(self.directory, resume_state)
 
 
-class _TopOfWindow(StatefulLogic[tuple[str, int, int], str, dict[str, tuple[int, int]]]):
-    """One window's ``(word, count, newest)`` collected until ``wait`` after the first, then
-    its ``TOP`` words (count descending, word ascending) as ``k`` lines."""
+class _TopOfWindow(
+    StatefulLogic[tuple[str, str, int, int], str, tuple[str, dict[str, tuple[int, int]]]]
+):
+    """One window's ``(window, word, count, newest)`` collected until ``wait`` after the
+    first, then its ``TOP`` words (count descending, word ascending) as ``k`` lines. Bytewax
+    builds the logic from its resumed state alone (not the key), so the window rides along
+    with each item and in the snapshot."""
 
-    def __init__(self, window: str, words: dict[str, tuple[int, int]] | None, wait: timedelta):
-        self.window = window
-        self.words = dict(words or {})
+    def __init__(self, state: tuple[str, dict[str, tuple[int, int]]] | None, wait: timedelta):
+        self.window, words = state if state is not None else ("", {})
+        self.words = dict(words)
         self.wait = wait
         self.due: datetime | None = None
 
-    def on_item(self, value: tuple[str, int, int]) -> tuple[list[str], bool]:
+    def on_item(self, value: tuple[str, str, int, int]) -> tuple[list[str], bool]:
         if self.due is None:
             self.due = datetime.now(UTC) + self.wait
-        self.words[value[0]] = (value[1], value[2])
+        self.window = value[0]
+        self.words[value[1]] = (value[2], value[3])
         return [], StatefulLogic.RETAIN
 
     def on_notify(self) -> tuple[list[str], bool]:
@@ -122,8 +127,8 @@ class _TopOfWindow(StatefulLogic[tuple[str, int, int], str, dict[str, tuple[int,
     def notify_at(self) -> datetime | None:
         return self.due
 
-    def snapshot(self) -> dict[str, tuple[int, int]]:
-        return dict(self.words)
+    def snapshot(self) -> tuple[str, dict[str, tuple[int, int]]]:
+        return self.window, dict(self.words)
 
 
 def windowed(lines, workload: str, interval_ms: int, window_ms: int):  # type: ignore[no-untyped-def]
@@ -147,11 +152,14 @@ def windowed(lines, workload: str, interval_ms: int, window_ms: int):  # type: i
         return op.map(
             "format", counts.down, lambda kv: f"w {kv[1][0]} {kv[0]} {kv[1][1][0]} {kv[1][1][1]}"
         )
-    by_window = op.map(
-        "by window", counts.down, lambda kv: (str(kv[1][0]), (kv[0], kv[1][1][0], kv[1][1][1]))
-    )
+
+    def by_window_of(kv):  # type: ignore[no-untyped-def]
+        window = str(kv[1][0])
+        return window, (window, kv[0], kv[1][1][0], kv[1][1][1])
+
+    by_window = op.map("by window", counts.down, by_window_of)
     wait = timedelta(milliseconds=max(1, interval_ms // 4))
-    tops = op.stateful("top", by_window, lambda window, state: _TopOfWindow(window, state, wait))
+    tops = op.stateful("top", by_window, lambda state: _TopOfWindow(state, wait))
     return op.map("format", tops, lambda kv: kv[1])
 
 
