@@ -66,3 +66,69 @@ def test_shared_kryo_is_turned_off_by_its_spark_setting_and_a_wrong_value_is_nam
     assert share_kryo(_RDD(_Context("app-off", " False "))) == 0
     with pytest.raises(ValueError, match=f"{SHARED_KRYO_CONF}='Yes' must be true .* or false"):
         share_kryo(_RDD(_Context("app-wrong", "Yes")))
+
+
+class _Method:
+    def __init__(self) -> None:
+        self.invoked: list[list[object]] = []
+
+    def invoke(self, target: object, values: list[object]) -> object:
+        assert target is None  # static
+        self.invoked.append(list(values))
+        return sum(v for v in values if isinstance(v, int))
+
+
+class _ShimClass:
+    """A shim class's Py4J handle: counts the reflective lookups of its methods."""
+
+    def __init__(self) -> None:
+        self.lookups: list[tuple[str, tuple[object, ...]]] = []
+        self.method = _Method()
+
+    def getClassLoader(self) -> object:
+        return None
+
+    def getMethod(self, name: str, types: list[object]) -> _Method:
+        self.lookups.append((name, tuple(types)))
+        return self.method
+
+
+class _Gateway:
+    def new_array(self, kind: object, n: int) -> list[object]:
+        return [None] * n
+
+
+class _Lang:
+    class Integer:
+        TYPE = "int"
+
+    class Long:
+        TYPE = "long"
+
+    Class = object
+    Object = object
+
+
+class _Jvm:
+    class java:  # noqa: N801 (Py4J's view: jvm.java.lang)
+        lang = _Lang
+
+
+class _Gatewayed:
+    _gateway = _Gateway()
+    _jvm = _Jvm()
+
+
+def test_a_static_method_is_looked_up_once_per_class_name_and_signature() -> None:
+    from dstream.jvm import invoke_static
+
+    sc, cls = _Gatewayed(), _ShimClass()
+    assert invoke_static(sc, cls, "sum", ("int", 1), ("long", 2)) == 3  # type: ignore[arg-type]
+    assert invoke_static(sc, cls, "sum", ("int", 4), ("long", 5)) == 9  # type: ignore[arg-type]
+    assert cls.lookups == [("sum", ("int", "long"))]  # the second call reused the method
+    assert cls.method.invoked == [[1, 2], [4, 5]]
+    invoke_static(sc, cls, "sum", ("long", 1), ("long", 2))  # type: ignore[arg-type]
+    assert cls.lookups[-1] == ("sum", ("long", "long"))  # another signature, another lookup
+    other = _ShimClass()
+    invoke_static(sc, other, "sum", ("int", 1), ("long", 2))  # type: ignore[arg-type]
+    assert other.lookups == [("sum", ("int", "long"))]  # another class, its own lookup
