@@ -218,14 +218,15 @@ def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
     jvm = sc._jvm
     gateway = gateway_of(sc)
     assert jvm is not None and gateway is not None
-    on_classpath = class_on_classpath(sc)
     path = SHIM_JAR if jar is None else Path(jar)
-    key = (name, None if on_classpath else str(path.resolve()))
+    key = (name, str(path))
     with _loader_lock:
         cached = _classes.get(key)
     if cached is not None and cached[0] is gateway:
-        return cached[1]  # one handle per class: invoke_static's lookups are kept by it
-    if on_classpath:
+        # One handle per class (invoke_static's lookups are kept by it), and no second
+        # class_on_classpath: a class it does not find is a failed lookup in every jar.
+        return cached[1]
+    if class_on_classpath(sc):
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         cls = jvm.java.lang.Class.forName(name, True, loader)
     else:
@@ -237,8 +238,9 @@ def shim_class(sc: SparkContext, name: str, jar: Path | None = None) -> Any:
     return cls
 
 
-# The shim's classes by (name, jar or None for the classpath), with the gateway they are of.
-_classes: dict[tuple[str, str | None], tuple[Any, Any]] = {}
+# The shim's classes by (name, the jar asked for), with the gateway they are of: from the
+# classpath or from that jar, whichever the first call found.
+_classes: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
 _shipped: set[str] = set()

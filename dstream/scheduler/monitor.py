@@ -135,7 +135,7 @@ class SparkExecutorControl:
         from dstream.sparkconf import conf_flag
 
         self._sc = sc
-        conf = live_conf(sc)  # read when the SparkContext started: fixed from then on
+        conf = live_conf(sc)  # settings fixed since the SparkContext started
         # Whether the SparkContext has decommissioning and block migration on
         # (dstream.sparkconf.DECOMMISSION): then remove() decommissions.
         self.decommissions = conf_flag(conf, "spark.decommission.enabled") and conf_flag(
