@@ -6,8 +6,9 @@ testbed.tentative``; the Master starts replacements). Killing two by id failed o
 fresh-clone run: the scheduler's locality had put every state partition on the third
 executor, so no state was lost and, rightly, no tentative result was given.
 
-While the lost state partitions are recomputed each output delivers tentative results
-whose fidelity (PPA's Eq. 4) is within 0.1 of their measured accuracy against the exact
+While the lost state partitions are recomputed the outputs deliver tentative results (at
+least one; an output whose exact call had begun before the loss was seen gets none for that
+interval) whose fidelity (PPA's Eq. 4) is within 0.1 of their measured accuracy against the exact
 answer, each before its interval's exact result; every interval's exact result equals the
 oracle computed from the rate source's generator and is delivered exactly once. The run
 waits for the episode to end and for the exact results of the intervals its passes served
@@ -93,7 +94,20 @@ def test_killed_workers_give_tentative_results_then_the_exact_ones(
                 print(f"{kind} {t}: fidelity {slot['fidelity']:.3f} measured {measured:.3f}")
                 assert abs(measured - slot["fidelity"]) <= 0.1, (kind, t, measured, slot)
     print("\n".join(result["controller"]))  # shown when the run fails: what each pass did
-    assert tentative >= 2 and first, "fewer than two tentative results"
+    # And each interval's calls from 10 s before the kill (counts, when each began and
+    # returned, after the interval's end): whether a pass served it, and when its exact
+    # result came (a fresh-clone run once checked one tentative result of two outputs).
+    for kind in ("top", "trending"):
+        for t, slot in sorted(outputs[kind].items()):
+            if int(t) >= result["killed_at_ms"] - 10_000:
+                print(kind, t, {k: v for k, v in slot.items() if k not in ("exact", "tentative")})
+    # At least one: how many there are is the machine's load, not a promise. A pass serves
+    # an output's interval only if that output's exact call had not begun when the loss was
+    # seen (a fresh-clone run checked one: the top-k's exact call of the pass's interval had
+    # begun before the kill, as top 1796682668000 above shows in a passing run, 3.3 s after
+    # the interval's end), and how many passes fit in the recomputation depends on how long
+    # a pass waits for the one slot the recovery leaves (12.9 s for that run's first pass).
+    assert tentative >= 1 and first, "no tentative result was checked"
 
     # Coverage (#61 item 5): of the intervals whose exact top-k call began after the kill,
     # how many got a tentative one first. A CI run asserted at least half and saw 1 of 4:
