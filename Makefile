@@ -21,7 +21,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # uv installs the locked set: it downloads in parallel and builds pyspark's wheel once into
 # its cache (41 s on a machine without caches, where pip took 100 s and the clean install
-# built it again).
+# built it again). --compile-bytecode writes every installed module's .pyc once (13 s on 2
+# cores): uv writes none by default, and with PYTHONDONTWRITEBYTECODE=1 (set on this kind of
+# machine) every Python process the tests start (drivers, worker daemons, apps, pytest's
+# workers) compiled pyspark, pandas and pyarrow from source again, 1.5 CPU-s of a bare
+# driver's 7 (#60 item 11).
 UV_VERSION := 0.13.9
 UV     := $(VENV)/bin/uv
 
@@ -32,7 +36,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e '.[test,kafka,hdfs,docs]'
+	$(UV) pip install --quiet --compile-bytecode --python $(PY) -c requirements.lock \
+		-e '.[test,kafka,hdfs,docs]'
 	touch $(STAMP)
 
 shim: setup

@@ -3,14 +3,17 @@ deploy tests share: started once for the fault runs' worker, ~10 s less per modu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from testbed.standalone import StandaloneCluster
+from tests.conftest import SERVICES
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[StandaloneCluster]:
-    with StandaloneCluster(workers=3, cores=1, memory_mb=1024) as c:
-        yield c
+@pytest.fixture
+def cluster() -> StandaloneCluster:
+    """Shared by the tests of this session that follow one another (tests/conftest.py's
+    SERVICES)."""
+    shared: StandaloneCluster = SERVICES.get(
+        "cluster", lambda: StandaloneCluster(workers=3, cores=1, memory_mb=1024)
+    )
+    return shared

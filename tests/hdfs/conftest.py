@@ -7,7 +7,6 @@ the command to build it rather than skipping silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -15,6 +14,7 @@ from urllib.parse import urlparse
 import pytest
 
 from testbed.hdfs import MiniHdfsCluster
+from tests.conftest import SERVICES
 
 HERE = Path(__file__).parent
 
@@ -26,13 +26,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.hdfs)
 
 
-@pytest.fixture(scope="session")
-def hdfs_cluster() -> Iterator[MiniHdfsCluster]:
-    with MiniHdfsCluster(datanodes=2, replication=2) as cluster:
-        yield cluster
+@pytest.fixture
+def hdfs_cluster() -> MiniHdfsCluster:
+    """Shared by the tests of this session that follow one another (tests/conftest.py's
+    SERVICES)."""
+    cluster: MiniHdfsCluster = SERVICES.get(
+        "hdfs_cluster", lambda: MiniHdfsCluster(datanodes=2, replication=2)
+    )
+    return cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def hdfs_sc(sc: Any, hdfs_cluster: MiniHdfsCluster) -> Any:
     """The session SparkContext, told what a cluster's hdfs-site.xml would tell it: the
     replication our 2 DataNodes allow, and where the NameNode serves WebHDFS (which the

@@ -36,7 +36,7 @@ def wait_for(
         pause.wait(0.2)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def fs(sc: Any, hdfs_cluster: MiniHdfsCluster) -> Any:
     """Hadoop's FileSystem for the mini cluster, in the driver JVM (via py4j)."""
     conf = sc._jsc.hadoopConfiguration()

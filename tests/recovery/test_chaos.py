@@ -35,6 +35,7 @@ def test_random_driver_and_executor_kills_lose_and_double_nothing(tmp_path: Path
         driver_kill_points=("checkpoint", "commit"),
         window_strategy="replay",
         table=True,
+        parallelism=2,
     )
     report = run(tmp_path, plan)
     assert report.problems == []
