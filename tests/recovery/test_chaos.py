@@ -7,7 +7,8 @@ once, and the interval waits for the replacement executor to recompute them; eve
 start also starts its executors, so one fewer is a JVM and a Python daemon less per start:
 83 -> 63 CPU-s alone, with the gaps between faults cut from 3-5 s to 2-3.5 s). The window
 is recovered by ``replay`` (rebuilt from the input files), and checked interval by
-interval like every other output.
+interval like every other output. Files arrive until the last driver kill (through the
+first restart); the run then waits for every line to be committed.
 
 This is also CI's driver-kill run on the local file system: tests/recovery/test_driver_kill.py
 (three kills, random included, on local[2]) runs in ``make test-full``. The full chaos run
