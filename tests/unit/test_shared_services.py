@@ -33,20 +33,20 @@ def item(path: str, *fixtures: str) -> Any:
 def test_a_service_lives_while_its_users_follow_one_another() -> None:
     services = SharedServices()
     Service.started = 0
-    first = item("tests/kafka/test_a.py", "kafka_broker")
-    broker = services.get("kafka_broker", Service)
-    assert services.get("kafka_broker", Service) is broker and Service.started == 1
+    first = item("tests/hdfs/test_a.py", "hdfs_cluster")
+    service = services.get("hdfs_cluster", Service)
+    assert services.get("hdfs_cluster", Service) is service and Service.started == 1
     # The next test asks for it: kept.
-    services.stop_unused(first, item("tests/recovery/test_b.py", "kafka_broker"))
-    assert broker.running
+    services.stop_unused(first, item("tests/recovery/test_b.py", "hdfs_cluster"))
+    assert service.running
     # The next test does not ask, but is in the same directory (a module's later tests): kept.
-    services.stop_unused(first, item("tests/kafka/test_c.py"))
-    assert broker.running
+    services.stop_unused(first, item("tests/hdfs/test_c.py"))
+    assert service.running
     # Another directory that does not ask: stopped, and a later user starts a new one.
     services.stop_unused(first, item("tests/integration/test_d.py", "sc"))
-    assert not broker.running
-    again = services.get("kafka_broker", Service)
-    assert again is not broker and again.running and Service.started == 2
+    assert not service.running
+    again = services.get("hdfs_cluster", Service)
+    assert again is not service and again.running and Service.started == 2
     # The last test of the session: everything stops.
     services.stop_unused(first, None)
     assert not again.running
@@ -54,6 +54,6 @@ def test_a_service_lives_while_its_users_follow_one_another() -> None:
 
 def test_stop_all_stops_every_running_service() -> None:
     services = SharedServices()
-    kafka, hdfs = services.get("kafka_broker", Service), services.get("hdfs_cluster", Service)
+    hdfs, standalone = services.get("hdfs_cluster", Service), services.get("cluster", Service)
     services.stop_all()
-    assert not kafka.running and not hdfs.running
+    assert not hdfs.running and not standalone.running
